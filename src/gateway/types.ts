@@ -1,0 +1,111 @@
+// The small interface between platform adapters and the gateway.
+import type { Router } from "express";
+
+/** One inbound message, normalised by its adapter. */
+export interface InboundMessage {
+  /** 'slack' | 'discord' | 'webhook' | 'api' | 'websocket' | ... */
+  platform: string;
+  /** The platform's own id for this message; (platform, platformMessageId) is unique forever. */
+  platformMessageId: string;
+  /**
+   * Routing key: which conversation this belongs to, e.g. `slack:T1:C1:1700000000.000100`.
+   * The gateway maps it to a session id (or uses `sessionId` when the client addressed one).
+   */
+  sessionKey: string;
+  /** A client-addressed session id (API X-Session-Id, WebSocket session_id). */
+  sessionId?: string;
+  chatId: string | null;
+  threadId: string | null;
+  userId: string | null;
+  text: string;
+  attachments?: Array<{ name?: string; url?: string; contentType?: string }>;
+  displayKind?: string | null;
+  displayMetadata?: Record<string, unknown> | null;
+  /** Epoch milliseconds. */
+  receivedAt: number;
+  /** Where the reply goes: adapter specific (channel + thread_ts, interaction token, callback URL...). */
+  replyTarget: Record<string, unknown> | null;
+  /** Prior messages to seed a fresh session with (API requests without a session id). */
+  seedHistory?: Array<{ role: "system" | "user" | "assistant"; content: string }>;
+  /** Text the model sees instead of `text`, when it differs (e.g. with a time stamp prefix). */
+  apiText?: string | null;
+}
+
+export type AcceptResult =
+  | { status: "accepted"; inboxId: number; sessionId: string; enqueued: boolean }
+  | { status: "duplicate"; inboxId: number; sessionId: string }
+  | { status: "rejected"; reason: string };
+
+/** What an adapter may call on the gateway. */
+export interface GatewayIngress {
+  /** Record durably, enqueue, and only then return. */
+  accept(message: InboundMessage): Promise<AcceptResult>;
+}
+
+/** A reply to send through a platform. */
+export interface OutboundReply {
+  deliveryId: number;
+  sessionId: string;
+  target: Record<string, unknown>;
+  text: string;
+  /** True when an earlier attempt may already have reached the platform. */
+  possibleDuplicate: boolean;
+}
+
+export interface SendResult {
+  /** The platform's id of the sent message, when it gives one. */
+  platformMessageId: string | null;
+}
+
+/** Thrown by an adapter's send when the platform asks to slow down. */
+export class RateLimitedError extends Error {
+  constructor(
+    readonly retryAfterMs: number,
+    message = `rate limited; retry after ${retryAfterMs} ms`,
+  ) {
+    super(message);
+    this.name = "RateLimitedError";
+  }
+}
+
+/** Thrown by an adapter's send for an error that a retry cannot fix (bad token, unknown channel). */
+export class PermanentSendError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PermanentSendError";
+  }
+}
+
+export interface AdapterCapabilities {
+  threads: boolean;
+  edits: boolean;
+  streaming: boolean;
+  typing: boolean;
+}
+
+/** One platform. Adding a platform means adding one folder with one of these. */
+export interface PlatformAdapter {
+  readonly platform: string;
+  readonly capabilities: AdapterCapabilities;
+  /** HTTP routes mounted at the root (with the raw body available as `req.rawBody`). */
+  routes?(ingress: GatewayIngress): Router;
+  /** Long-lived clients (Discord gateway, Slack Socket Mode). */
+  start?(ingress: GatewayIngress): Promise<void>;
+  stop?(): Promise<void>;
+  /** Send a reply; throws RateLimitedError / PermanentSendError / other errors (retried). */
+  send(reply: OutboundReply): Promise<SendResult>;
+  /** Edit a sent message (streaming as throttled edits). */
+  edit?(target: Record<string, unknown>, platformMessageId: string, text: string): Promise<void>;
+  /** Show a typing / status indicator. */
+  typing?(target: Record<string, unknown>): Promise<void>;
+}
+
+/** A published event, as WebSocket clients see it. */
+export interface GatewayEvent {
+  /** Monotonic per session: `since` replays are exclusive of this id. */
+  id: string;
+  session_id: string;
+  kind: string;
+  data: Record<string, unknown>;
+  ts: number;
+}

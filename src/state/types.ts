@@ -1,0 +1,242 @@
+// The shapes of durable state, and the one async interface the agent and the gateway use.
+// Nothing here knows about a platform, HTTP or Redis.
+
+export type Role = "system" | "user" | "assistant" | "tool";
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A session row. Times are epoch seconds (float). */
+export interface SessionRow {
+  id: string;
+  source: string;
+  session_key: string | null;
+  chat_id: string | null;
+  thread_id: string | null;
+  user_id: string | null;
+  parent_session_id: string | null;
+  started_at: number;
+  ended_at: number | null;
+  end_reason: string | null;
+  title: string | null;
+  model: string | null;
+}
+
+export interface CreateSessionInput {
+  source: string;
+  sessionKey?: string | null;
+  chatId?: string | null;
+  threadId?: string | null;
+  userId?: string | null;
+  parentSessionId?: string | null;
+  title?: string | null;
+  model?: string | null;
+  startedAt?: number;
+}
+
+/** A message as the agent holds it in memory and hands to the store to persist. */
+export interface ConversationMessage {
+  role: Role;
+  content: string | null;
+  /** The exact text sent to the model when it differs from `content`. */
+  api_content?: string | null;
+  tool_calls?: ToolCall[] | null;
+  tool_call_id?: string | null;
+  tool_name?: string | null;
+  /** Epoch seconds. */
+  timestamp?: number | null;
+  /** The platform's id of this message (Slack ts, Discord snowflake, webhook delivery id, ...). */
+  platform_message_id?: string | null;
+  /** On reads from `getMessagesAsConversation`, the platform id comes back under this name too. */
+  message_id?: string | null;
+  display_kind?: string | null;
+  display_metadata?: Record<string, unknown> | null;
+  finish_reason?: string | null;
+  /** Row id, present only when asked for with `includeRowIds`. */
+  _row_id?: number;
+  /** Set on a user message carried out of a turn that was interrupted before admission. */
+  _persist_after_admission_interrupt?: boolean;
+}
+
+/** A stored message row, as `getMessages` returns it. */
+export interface MessageRow {
+  id: number;
+  session_id: string;
+  role: Role;
+  content: string | null;
+  api_content: string | null;
+  tool_calls: ToolCall[] | null;
+  tool_call_id: string | null;
+  tool_name: string | null;
+  timestamp: number;
+  platform_message_id: string | null;
+  display_kind: string | null;
+  display_metadata: Record<string, unknown> | null;
+  finish_reason: string | null;
+}
+
+export interface ConversationReadOptions {
+  /** Merge/repair so roles alternate the way chat models expect (no two user turns in a row, no orphan tool results). */
+  repairAlternation?: boolean;
+  /** Add `_row_id` to each message. */
+  includeRowIds?: boolean;
+}
+
+export interface LeaseAcquireOptions {
+  /** Lease time to live; a holder must refresh before it runs out. */
+  ttlSeconds?: number;
+  /** Give up (return false) after this long. */
+  waitSeconds?: number;
+  /** A live holder has the lease: called at the first failed attempt (elapsed 0), then at most every 15 s. */
+  onWait?: (elapsedSeconds: number) => void;
+  /** The database was locked/busy: no holder is known, so no user notice; keep trying. */
+  onContended?: () => void;
+  /** Checked before each attempt; true -> return false at once. */
+  shouldAbort?: () => boolean;
+}
+
+/** Extra writes done in the same transaction as a fenced message flush (the end of a turn). */
+export interface FlushExtras {
+  /** Inbox rows consumed by this turn: marked done, with the reply text. */
+  completeInbox?: { ids: number[]; reply: string | null; status?: "done" | "failed" | "interrupted" };
+  /** Outbound replies to record in the deliveries ledger (pending). */
+  deliveries?: DeliveryInsert[];
+}
+
+export interface AppendBatchOptions {
+  /** Fence: the write happens only if this holder owns the session's turn lease. */
+  turnLeaseHolder?: string | null;
+  extras?: FlushExtras;
+}
+
+// ---- inbox (durable ingress) ----
+
+export type InboxStatus = "pending" | "done" | "failed" | "interrupted" | "rejected";
+
+export interface InboxInsert {
+  platform: string;
+  platformMessageId: string;
+  sessionId: string;
+  /** The normalised inbound message, stored as JSON. */
+  payload: Record<string, unknown>;
+  receivedAt?: number;
+}
+
+export interface InboxRow {
+  id: number;
+  platform: string;
+  platform_message_id: string;
+  session_id: string;
+  payload: Record<string, unknown>;
+  status: InboxStatus;
+  received_at: number;
+  enqueued_at: number | null;
+  completed_at: number | null;
+  reply: string | null;
+  reason: string | null;
+}
+
+// ---- deliveries (outbound ledger) ----
+
+export type DeliveryStatus = "pending" | "sending" | "sent" | "failed";
+
+export interface DeliveryInsert {
+  platform: string;
+  sessionId: string;
+  /** Where to send: platform specific (channel, thread, callback URL...), stored as JSON. */
+  target: Record<string, unknown>;
+  text: string;
+  /** The inbox row this reply answers, when there is one. */
+  inboxId?: number | null;
+}
+
+export interface DeliveryRow {
+  id: number;
+  platform: string;
+  session_id: string;
+  inbox_id: number | null;
+  target: Record<string, unknown>;
+  text: string;
+  status: DeliveryStatus;
+  attempts: number;
+  /** Set when a send may have happened before a crash: a resend is marked as a possible duplicate. */
+  possible_duplicate: boolean;
+  platform_message_id: string | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Wakes lease waiters when a lease is released somewhere (another process, another host). */
+export interface LeaseReleaseNotifier {
+  /** Tell other processes a lease was released. */
+  publishRelease(conversationId: string): void;
+  /** Subscribe to releases from other processes; returns an unsubscribe function. */
+  onRelease(listener: (conversationId: string) => void): () => void;
+}
+
+/** Durable ingress: every received message is recorded here before the platform is acknowledged. */
+export interface InboxStore {
+  /** Insert unless (platform, platformMessageId) exists; a redelivery returns the existing row with inserted=false. */
+  recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }>;
+  /** Record a message that was received but refused, with the reason (status 'rejected'). */
+  recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow>;
+  getInboxRow(id: number): Promise<InboxRow | null>;
+  findInboxRow(platform: string, platformMessageId: string): Promise<InboxRow | null>;
+  markInboxEnqueued(ids: number[]): Promise<void>;
+  /** Pending rows of one session, oldest first (the head is the next turn's input). */
+  pendingInbox(sessionId: string, limit?: number): Promise<InboxRow[]>;
+  /** Every pending row, oldest first: the reconciler re-enqueues these at start-up and after Redis returns. */
+  listPendingInbox(limit?: number): Promise<InboxRow[]>;
+  completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason?: string | null): Promise<void>;
+  inboxCounts(): Promise<Record<InboxStatus, number>>;
+}
+
+/** Outbound ledger: every reply is a row before it is sent. */
+export interface DeliveryStore {
+  createDeliveries(inserts: DeliveryInsert[]): Promise<number[]>;
+  getDelivery(id: number): Promise<DeliveryRow | null>;
+  /**
+   * Claim a delivery for one send attempt: pending -> sending, attempts+1. A row found already
+   * 'sending' (a crash between send and record) is claimed with possible_duplicate=true.
+   * Returns null when the row is already sent or failed.
+   */
+  claimDelivery(id: number): Promise<DeliveryRow | null>;
+  markDeliverySent(id: number, platformMessageId: string | null): Promise<void>;
+  /** final=false puts the row back to pending for a retry. */
+  markDeliveryFailed(id: number, error: string, final: boolean): Promise<void>;
+  listUnsentDeliveries(limit?: number): Promise<DeliveryRow[]>;
+  deliveriesForSession(sessionId: string): Promise<DeliveryRow[]>;
+}
+
+/**
+ * The one async interface in front of durable state. The agent and the gateway use only this,
+ * so another backend (PostgreSQL) can follow.
+ */
+export interface SessionStore extends InboxStore, DeliveryStore {
+  createSession(id: string, input: CreateSessionInput): Promise<SessionRow>;
+  getSession(id: string): Promise<SessionRow | null>;
+  endSession(id: string, reason: string): Promise<void>;
+  listSessions(options?: { limit?: number }): Promise<SessionRow[]>;
+
+  appendMessage(sessionId: string, message: ConversationMessage): Promise<number>;
+  /** All-or-nothing; returns the new row ids in order. Fenced when `turnLeaseHolder` is given. */
+  appendMessagesBatch(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<number[]>;
+  getMessages(sessionId: string): Promise<MessageRow[]>;
+  getMessagesAsConversation(sessionId: string, options?: ConversationReadOptions): Promise<ConversationMessage[]>;
+  hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean>;
+  resolveResumeSessionId(sessionId: string): Promise<string>;
+  /** The compression-lineage root: the lease key of every session in the chain. */
+  conversationRootId(sessionId: string): Promise<string>;
+
+  tryAcquireSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;
+  acquireSessionTurnLease(sessionId: string, holder: string, options?: LeaseAcquireOptions): Promise<boolean>;
+  refreshSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;
+  releaseSessionTurnLease(sessionId: string, holder: string): Promise<void>;
+  getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null>;
+
+  close(): Promise<void>;
+}

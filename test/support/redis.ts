@@ -1,0 +1,39 @@
+// Redis helpers for tests: the run's shared Redis, a unique key prefix per test, and private
+// servers for tests that stop and restart Redis.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
+import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/gateway/embedded-redis.js";
+
+export function testRedisUrl(): string {
+  const url = process.env.REDIS_URL;
+  if (!url) throw new Error("REDIS_URL is not set: the vitest global setup provides it");
+  return url;
+}
+
+/** A key prefix no other run or test shares. */
+export function uniquePrefix(label = "t"): string {
+  return `sbtest-${label}-${randomUUID().slice(0, 8)}`;
+}
+
+export function newRedisClient(url = testRedisUrl()): Redis {
+  return new Redis({ ...redisOptionsFromUrl(url), maxRetriesPerRequest: null });
+}
+
+/** A private redis-server this test owns and may stop. */
+export async function startPrivateRedis(): Promise<EmbeddedRedis> {
+  return startEmbeddedRedis(mkdtempSync(join(tmpdir(), "switchboard-redis-")));
+}
+
+/** Delete every key under a prefix (never FLUSHALL a shared server). */
+export async function deletePrefix(client: Redis, prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
+    cursor = next;
+    if (keys.length) await client.del(...keys);
+  } while (cursor !== "0");
+}
