@@ -36,10 +36,25 @@ export type AcceptResult =
   | { status: "duplicate"; inboxId: number; sessionId: string }
   | { status: "rejected"; reason: string };
 
+/** The outcome of the turn that consumed an inbox row. */
+export interface TurnOutcome {
+  inboxId: number;
+  sessionId: string;
+  status: "done" | "failed" | "interrupted" | "rejected";
+  reply: string | null;
+}
+
 /** What an adapter may call on the gateway. */
 export interface GatewayIngress {
   /** Record durably, enqueue, and only then return. */
   accept(message: InboundMessage): Promise<AcceptResult>;
+  /**
+   * Wait for the turn that consumes this inbox row (for synchronous replies: API, sync webhooks).
+   * Resolves at once when the row is already complete; rejects on timeout.
+   */
+  waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome>;
+  /** Interrupt the session's running turn, wherever it runs (soft keeps what was written). */
+  interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void>;
 }
 
 /** A reply to send through a platform. */
