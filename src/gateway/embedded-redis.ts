@@ -98,7 +98,7 @@ export async function startEmbeddedRedis(dir: string, options: { binary?: string
   } catch (err) {
     child.kill("SIGKILL");
     rmSync(pidFile, { force: true });
-    throw new Error(`${(err as Error).message}${stderr ? `: ${stderr.trim()}` : ""}`);
+    throw new Error(`${(err as Error).message}${stderr ? `: ${stderr.trim()}` : ""}`, { cause: err });
   }
   const exitHandler = (): void => {
     if (child.exitCode === null) child.kill("SIGTERM");

@@ -25,6 +25,12 @@ export interface SessionRow {
   model: string | null;
 }
 
+/** A session with the time of its latest message, for listings. */
+export interface SessionSummary extends SessionRow {
+  /** Epoch seconds of the newest message, or null when it has none. */
+  last_activity: number | null;
+}
+
 export interface CreateSessionInput {
   source: string;
   sessionKey?: string | null;
@@ -104,6 +110,12 @@ export interface FlushExtras {
   completeInbox?: { ids: number[]; reply: string | null; status?: "done" | "failed" | "interrupted" };
   /** Outbound replies to record in the deliveries ledger (pending). */
   deliveries?: DeliveryInsert[];
+}
+
+/** What a fenced flush wrote: message row ids in order, and the deliveries its extras created. */
+export interface FlushResult {
+  messageIds: number[];
+  deliveryIds: number[];
 }
 
 export interface AppendBatchOptions {
@@ -220,11 +232,19 @@ export interface SessionStore extends InboxStore, DeliveryStore {
   createSession(id: string, input: CreateSessionInput): Promise<SessionRow>;
   getSession(id: string): Promise<SessionRow | null>;
   endSession(id: string, reason: string): Promise<void>;
-  listSessions(options?: { limit?: number }): Promise<SessionRow[]>;
+  /** Newest activity first. */
+  listSessions(options?: { limit?: number }): Promise<SessionSummary[]>;
+  /**
+   * The live session of a routing key, created atomically when there is none (two first messages
+   * racing on one key get one session). `newId` names the session when one is created.
+   */
+  ensureSessionForKey(sessionKey: string, newId: string, input: CreateSessionInput): Promise<SessionRow>;
 
   appendMessage(sessionId: string, message: ConversationMessage): Promise<number>;
   /** All-or-nothing; returns the new row ids in order. Fenced when `turnLeaseHolder` is given. */
   appendMessagesBatch(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<number[]>;
+  /** appendMessagesBatch that also returns the ids of the deliveries created by `extras` (to enqueue them). */
+  flushTurn(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<FlushResult>;
   getMessages(sessionId: string): Promise<MessageRow[]>;
   getMessagesAsConversation(sessionId: string, options?: ConversationReadOptions): Promise<ConversationMessage[]>;
   hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean>;

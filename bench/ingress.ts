@@ -1,0 +1,143 @@
+// Ingress latency: the HTTP ack of a signed webhook delivery (POST /webhooks/:route, a callback
+// route: verify signature, record in the inbox, enqueue, answer 202) at a steady rate, open loop
+// (requests leave on schedule whatever the answers do). The turns run meanwhile and their replies
+// go to a local callback endpoint, so the ack is measured under the load it causes.
+import { randomUUID } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { githubSignature } from "../src/adapters/webhook/signing.js";
+import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateway-process.js";
+import { httpRequest, keepAliveAgent } from "./lib/http.js";
+import { Progress } from "./lib/progress.js";
+import type { BenchContext, BenchResult } from "./lib/result.js";
+import { startCallbackSink, type CallbackSink } from "./lib/sink.js";
+import { round, summarize } from "./lib/stats.js";
+
+const RATE_PER_S = 500;
+const CHATS = 50;
+const SECRET = "bench-webhook-secret";
+
+interface Run {
+  acksMs: number[];
+  statuses: Map<number, number>;
+  /** How far behind schedule the generator sent, p99 (shows the client kept up). */
+  sendLagP99Ms: number;
+  /** Seconds after the last ack until every reply reached the callback endpoint, or null. */
+  drainedAfterS: number | null;
+  sent: number;
+}
+
+async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSink, seconds: number, label: string): Promise<Run> {
+  const total = RATE_PER_S * seconds;
+  const agent = keepAliveAgent(256);
+  const run = randomUUID().slice(0, 8);
+  const acksMs: number[] = [];
+  const lags: number[] = [];
+  const statuses = new Map<number, number>();
+  const progress = new Progress(label, total, ctx.progress);
+  const repliesBefore = sink.received();
+  const inFlight: Promise<void>[] = [];
+  const send = async (i: number): Promise<void> => {
+    const id = `${run}-${i}`;
+    const body = JSON.stringify({ id, chat_id: `chat-${i % CHATS}`, user_id: "bench", text: `ingress message ${i}` });
+    const started = performance.now();
+    let status: number;
+    try {
+      const res = await httpRequest(`${gateway.url}/webhooks/bench`, {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "x-github-delivery": id, "x-hub-signature-256": githubSignature(SECRET, body) },
+        body,
+      });
+      status = res.status;
+    } catch {
+      status = -1;
+    }
+    acksMs.push(performance.now() - started);
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    progress.tick();
+  };
+  const t0 = performance.now();
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / RATE_PER_S;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    lags.push(Math.max(0, performance.now() - due));
+    inFlight.push(send(i));
+  }
+  await Promise.all(inFlight);
+  progress.finish();
+  agent.destroy();
+  const drainStart = performance.now();
+  const accepted = statuses.get(202) ?? 0;
+  const drainLimitMs = ctx.quick ? 20_000 : 60_000;
+  let drainedAfterS: number | null = null;
+  while (performance.now() - drainStart < drainLimitMs) {
+    if (sink.received() - repliesBefore >= accepted) {
+      drainedAfterS = (performance.now() - drainStart) / 1000;
+      break;
+    }
+    await sleep(100);
+  }
+  return { acksMs, statuses, sendLagP99Ms: summarize(lags).p99, drainedAfterS, sent: total };
+}
+
+function configFile(dir: string, callbackUrl: string): string {
+  const path = join(dir, "switchboard.yaml");
+  writeFileSync(path, `webhooks:\n  bench:\n    secret: ${SECRET}\n    style: github\n    reply: callback\n    callback_url: ${callbackUrl}\n`);
+  return path;
+}
+
+async function measure(ctx: BenchContext, split: boolean, seconds: number): Promise<Run> {
+  const dir = join(ctx.workDir, split ? "ingress-split" : "ingress");
+  mkdirSync(dir, { recursive: true });
+  const sink = await startCallbackSink();
+  const env = gatewayEnv(dir, ctx.redisUrl, `bench-ingress-${randomUUID().slice(0, 8)}`, { SWITCHBOARD_CONFIG: configFile(dir, sink.url) });
+  const processes: GatewayProcess[] = [];
+  try {
+    const serve = await startGatewayProcess(split ? ["serve", "--no-workers"] : ["serve"], env);
+    processes.push(serve);
+    if (split) processes.push(await startGatewayProcess(["worker"], env));
+    // Warm-up (not counted).
+    await load({ ...ctx, progress: false }, serve, sink, 1, "warm-up");
+    return await load(ctx, serve, sink, seconds, split ? "ingress (split)" : "ingress");
+  } finally {
+    await Promise.all(processes.map((p) => p.stop()));
+    await sink.close();
+  }
+}
+
+function describeStatuses(statuses: Map<number, number>): string {
+  return [...statuses.entries()].map(([status, n]) => `${status === -1 ? "network error" : status}: ${n}`).join(", ");
+}
+
+export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> {
+  const seconds = ctx.quick ? 4 : 10;
+  const one = await measure(ctx, false, seconds);
+  const split = await measure(ctx, true, seconds);
+  const a = summarize(one.acksMs);
+  const b = summarize(split.acksMs);
+  const failed = (run: Run): number => run.sent - (run.statuses.get(202) ?? 0);
+  const drained = (run: Run): string => (run.drainedAfterS === null ? "not within the wait" : `${run.drainedAfterS.toFixed(1)} s after the last ack`);
+  return {
+    name: "ingress",
+    title: `Ingress: webhook ack latency at a steady ${RATE_PER_S} messages/s`,
+    figures: [
+      { key: "ingress_p50_ms", label: "ack p50 (one process: ingress + workers)", value: round(a.p50), unit: "ms" },
+      { key: "ingress_p99_ms", label: "ack p99 (one process: ingress + workers)", value: round(a.p99), unit: "ms", target: { op: "<=", value: 10 } },
+      { key: "ingress_non_202", label: "acks other than 202 (one process)", value: failed(one), unit: "", target: { op: "<=", value: 0 } },
+      { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + worker process)", value: round(b.p50), unit: "ms" },
+      { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + worker process)", value: round(b.p99), unit: "ms" },
+    ],
+    notes: [
+      `Path: POST /webhooks/bench (github-style HMAC signature, reply: callback) -> verify -> inbox row -> BullMQ add -> 202; ${one.sent} deliveries over ${seconds} s to ${CHATS} chats.`,
+      `One process: statuses ${describeStatuses(one.statuses)}; generator lag p99 ${one.sendLagP99Ms.toFixed(2)} ms; every reply delivered ${drained(one)}.`,
+      `Split: statuses ${describeStatuses(split.statuses)}; generator lag p99 ${split.sendLagP99Ms.toFixed(2)} ms; every reply delivered ${drained(split)}.`,
+    ],
+    series: [
+      { name: `webhook ack at ${RATE_PER_S}/s (one process)`, samplesMs: one.acksMs, targetMs: 10 },
+      { name: `webhook ack at ${RATE_PER_S}/s (ingress-only process)`, samplesMs: split.acksMs, targetMs: 10 },
+    ],
+  };
+}

@@ -1,0 +1,137 @@
+// npm run bench [-- --quick] [-- --only=throughput,reload] [-- --no-progress]
+// Runs every benchmark against one Redis (REDIS_URL, or a private redis-server started for the
+// run), prints a table per benchmark, and writes bench/results/latest.json and latencies.svg.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { redisOptionsFromUrl } from "../src/gateway/redis-url.js";
+import { fanoutBenchmark } from "./fanout.js";
+import { handoffBenchmark } from "./handoff.js";
+import { ingressBenchmark } from "./ingress.js";
+import { renderLatencySvg } from "./lib/chart.js";
+import { benchRedis } from "./lib/redis.js";
+import { passes, type BenchContext, type BenchResult, type Benchmark } from "./lib/result.js";
+import { renderMarkdown, renderTable } from "./lib/table.js";
+import { reloadBenchmark } from "./reload.js";
+import { throughputBenchmark } from "./throughput.js";
+
+const BENCHMARKS: Record<string, Benchmark> = {
+  throughput: throughputBenchmark,
+  handoff: handoffBenchmark,
+  ingress: ingressBenchmark,
+  fanout: fanoutBenchmark,
+  reload: reloadBenchmark,
+};
+
+const RESULTS_DIR = join(import.meta.dirname, "results");
+
+interface Args {
+  quick: boolean;
+  progress: boolean;
+  only: string[];
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { quick: false, progress: true, only: Object.keys(BENCHMARKS) };
+  for (const arg of argv) {
+    if (arg === "--quick") args.quick = true;
+    else if (arg === "--no-progress") args.progress = false;
+    else if (arg.startsWith("--only=")) args.only = arg.slice("--only=".length).split(",").filter(Boolean);
+    else if (arg === "--help" || arg === "-h") {
+      console.log(`usage: npm run bench [-- --quick] [--only=${Object.keys(BENCHMARKS).join(",")}] [--no-progress]`);
+      process.exit(0);
+    } else throw new Error(`unknown option ${arg}`);
+  }
+  const unknown = args.only.filter((name) => !Object.hasOwn(BENCHMARKS, name));
+  if (unknown.length) throw new Error(`unknown benchmark(s): ${unknown.join(", ")}`);
+  return args;
+}
+
+async function redisVersion(url: string): Promise<string> {
+  const client = new Redis({ ...redisOptionsFromUrl(url), lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await client.connect();
+    const info = await client.info("server");
+    return /redis_version:(\S+)/.exec(info)?.[1] ?? "unknown";
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A benchmark that crashed still shows up, with its error, so a run never hides a failure. */
+function crashed(name: string, err: unknown): BenchResult {
+  return {
+    name,
+    title: `${name}: did not complete`,
+    figures: [],
+    notes: [`error: ${(err as Error)?.stack ?? String(err)}`],
+    series: [],
+  };
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const redis = await benchRedis();
+  const workDir = mkdtempSync(join(tmpdir(), "switchboard-bench-"));
+  const ctx: BenchContext = { redisUrl: redis.url, quick: args.quick, progress: args.progress, workDir };
+  const results: BenchResult[] = [];
+  const started = Date.now();
+  let version: string;
+  try {
+    version = await redisVersion(redis.url);
+    console.log(
+      `switchboard bench${args.quick ? " (quick)" : ""}: ${cpus().length} CPU(s) ${cpus()[0]?.model ?? ""}, node ${process.version}, ` +
+        `redis ${version} (${redis.private ? "private server" : "REDIS_URL"})`,
+    );
+    for (const name of args.only) {
+      process.stderr.write(`\n> ${name}\n`);
+      let result: BenchResult;
+      try {
+        result = await BENCHMARKS[name](ctx);
+      } catch (err) {
+        result = crashed(name, err);
+      }
+      results.push(result);
+      console.log(renderTable(result));
+    }
+  } finally {
+    await redis.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+
+  const figures: Record<string, number> = {};
+  const targets: Record<string, { op: string; value: number; pass: boolean | null }> = {};
+  for (const result of results) {
+    for (const f of result.figures) {
+      figures[f.key] = f.value;
+      if (f.target) targets[f.key] = { ...f.target, pass: passes(f) };
+    }
+  }
+  const report = {
+    ...figures,
+    generated_at: new Date().toISOString(),
+    quick: args.quick,
+    duration_s: Math.round((Date.now() - started) / 1000),
+    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? "unknown", memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, redis: version },
+    targets,
+    benchmarks: results.map((r) => ({ name: r.name, title: r.title, figures: r.figures, notes: r.notes })),
+  };
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(join(RESULTS_DIR, "latest.json"), `${JSON.stringify(report, null, 2)}\n`);
+  const series = results.flatMap((r) => r.series);
+  writeFileSync(join(RESULTS_DIR, "latencies.svg"), renderLatencySvg(series, `switchboard latency distributions${args.quick ? " (quick run)" : ""} — ${report.generated_at}`));
+  writeFileSync(join(RESULTS_DIR, "latest.md"), `${renderMarkdown(results)}\n`);
+  const failed = Object.entries(targets).filter(([, t]) => t.pass === false).map(([k]) => k);
+  console.log(`\nwrote bench/results/latest.json, latencies.svg and latest.md in ${report.duration_s}s`);
+  console.log(failed.length ? `targets missed: ${failed.join(", ")}` : "every target met");
+  return results.some((r) => r.figures.length === 0) ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

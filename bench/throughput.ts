@@ -1,0 +1,162 @@
+// Throughput: N sessions x M messages through POST /v1/chat/completions (echo model, one
+// `switchboard serve` process, WORKER_CONCURRENCY 32) against raw BullMQ add -> process ->
+// complete with an empty processor at the same concurrency, same Redis, same run.
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { TURN_QUEUE, turnJobId, type TurnJobData } from "../src/gateway/queues.js";
+import { redisOptionsFromUrl } from "../src/gateway/redis-url.js";
+import type { BullmqWorkerCommand, BullmqWorkerMessage } from "./children/bullmq-worker.js";
+import { spawnChild } from "./lib/child.js";
+import { BENCH_API_KEY, gatewayEnv, startGatewayProcess } from "./lib/gateway-process.js";
+import { httpRequest, keepAliveAgent } from "./lib/http.js";
+import { Progress } from "./lib/progress.js";
+import type { BenchContext, BenchResult } from "./lib/result.js";
+import { msBetween, round, summarize } from "./lib/stats.js";
+
+export const CONCURRENCY = 32;
+
+interface Shape {
+  sessions: number;
+  messages: number;
+}
+
+function shapeFor(ctx: BenchContext): Shape {
+  return ctx.quick ? { sessions: 50, messages: 10 } : { sessions: 200, messages: 20 };
+}
+
+/** Run `count` producer loops at once, each doing `perLoop` steps in order. */
+async function loops(count: number, perLoop: number, step: (loop: number, index: number) => Promise<void>): Promise<void> {
+  await Promise.all(
+    Array.from({ length: count }, async (_, loop) => {
+      for (let i = 0; i < perLoop; i++) await step(loop, i);
+    }),
+  );
+}
+
+/** Raw BullMQ: jobs/s from the first add to the last completion (the worker is a separate process). */
+export async function measureBullmq(ctx: BenchContext, shape: Shape): Promise<{ jobsPerSecond: number; jobs: number }> {
+  const prefix = `bench-raw-${randomUUID().slice(0, 8)}`;
+  const connection = new Redis({ ...redisOptionsFromUrl(ctx.redisUrl), maxRetriesPerRequest: null });
+  // The gateway's turn queue: same name, job ids and default job options.
+  const turns = new Queue<TurnJobData>(TURN_QUEUE, {
+    connection,
+    prefix,
+    defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000, attempts: 20, backoff: { type: "exponential", delay: 1000 } },
+  });
+  const worker = spawnChild<BullmqWorkerCommand, BullmqWorkerMessage>("bullmq-worker.ts", [ctx.redisUrl, prefix, String(CONCURRENCY)]);
+  const isDone = (m: BullmqWorkerMessage): m is Extract<BullmqWorkerMessage, { type: "done" }> => m.type === "done";
+  try {
+    await turns.waitUntilReady();
+    await worker.next((m): m is Extract<BullmqWorkerMessage, { type: "ready" }> => m.type === "ready", 60_000);
+    let nextId = 1;
+    const add = async (): Promise<void> => {
+      const inboxId = nextId++;
+      await turns.add("turn", { sessionId: `raw-${inboxId % shape.sessions}`, inboxId }, { jobId: turnJobId(inboxId) });
+    };
+    // Warm-up (not counted): connections, scripts loaded, JIT.
+    const warmup = 200;
+    worker.send({ type: "expect", total: warmup });
+    const warmDone = worker.next(isDone);
+    await loops(20, warmup / 20, add);
+    await warmDone;
+
+    const jobs = shape.sessions * shape.messages;
+    const progress = new Progress("raw BullMQ", jobs, ctx.progress);
+    const offProgress = worker.on((m) => {
+      if (m.type === "progress") progress.set(m.completed - warmup);
+    });
+    worker.send({ type: "expect", total: warmup + jobs });
+    const done = worker.next(isDone, 300_000);
+    const started = process.hrtime.bigint();
+    await loops(shape.sessions, shape.messages, add);
+    const finished = await done;
+    offProgress();
+    progress.finish();
+    const seconds = msBetween(started, BigInt(finished.lastCompletedNs)) / 1000;
+    return { jobsPerSecond: jobs / seconds, jobs };
+  } finally {
+    await worker.stop();
+    await turns.close();
+    connection.disconnect();
+  }
+}
+
+/** The gateway: messages/s over HTTP, each session's messages sent one after another (a chat). */
+export async function measureGateway(
+  ctx: BenchContext,
+  shape: Shape,
+): Promise<{ messagesPerSecond: number; latenciesMs: number[]; errors: string[] }> {
+  const dir = join(ctx.workDir, "throughput");
+  mkdirSync(dir, { recursive: true });
+  const gateway = await startGatewayProcess(
+    ["serve"],
+    gatewayEnv(dir, ctx.redisUrl, `bench-gw-${randomUUID().slice(0, 8)}`, { WORKER_CONCURRENCY: String(CONCURRENCY) }),
+  );
+  const agent = keepAliveAgent(shape.sessions);
+  const run = randomUUID().slice(0, 8);
+  const errors: string[] = [];
+  const latenciesMs: number[] = [];
+  const ask = async (session: string, text: string): Promise<number> => {
+    const started = performance.now();
+    const res = await httpRequest(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      agent,
+      headers: { "content-type": "application/json", authorization: `Bearer ${BENCH_API_KEY}`, "x-session-id": session },
+      body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
+    });
+    const elapsed = performance.now() - started;
+    if (res.status !== 200 || !res.body.includes(text)) {
+      if (errors.length < 10) errors.push(`${res.status} ${res.body.slice(0, 200)}`);
+      else errors.push("");
+    }
+    return elapsed;
+  };
+  try {
+    // Warm-up (not counted).
+    await loops(20, 5, (loop, i) => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined));
+    const total = shape.sessions * shape.messages;
+    const progress = new Progress("gateway API", total, ctx.progress);
+    const started = process.hrtime.bigint();
+    await loops(shape.sessions, shape.messages, async (session, i) => {
+      latenciesMs.push(await ask(`bench-${run}-${session}`, `session ${session} message ${i}`));
+      progress.tick();
+    });
+    const seconds = msBetween(started, process.hrtime.bigint()) / 1000;
+    progress.finish();
+    return { messagesPerSecond: total / seconds, latenciesMs, errors };
+  } finally {
+    agent.destroy();
+    await gateway.stop();
+  }
+}
+
+export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResult> {
+  const shape = shapeFor(ctx);
+  const raw = await measureBullmq(ctx, shape);
+  const gateway = await measureGateway(ctx, shape);
+  const ratio = gateway.messagesPerSecond / raw.jobsPerSecond;
+  const latency = summarize(gateway.latenciesMs);
+  const notes = [
+    `${shape.sessions} sessions x ${shape.messages} messages; each session sends its next message when the reply to the previous one arrives.`,
+    `gateway: one \`switchboard serve\` process, echo model, WORKER_CONCURRENCY ${CONCURRENCY}, non-streaming POST /v1/chat/completions with X-Session-Id.`,
+    `baseline: the same queue (name, prefix, job options, job ids) with an empty processor in a separate process, ${shape.sessions} producers adding ${shape.messages} jobs each.`,
+  ];
+  if (gateway.errors.length) notes.push(`${gateway.errors.length} request(s) failed, e.g. ${gateway.errors.find(Boolean) ?? ""}`);
+  return {
+    name: "throughput",
+    title: "Throughput: API turns vs raw BullMQ",
+    figures: [
+      { key: "gateway_msgs_per_s", label: "gateway messages/s", value: round(gateway.messagesPerSecond, 1), unit: "msg/s" },
+      { key: "bullmq_jobs_per_s", label: "raw BullMQ jobs/s", value: round(raw.jobsPerSecond, 1), unit: "jobs/s" },
+      { key: "throughput_ratio", label: "ratio gateway / BullMQ", value: round(ratio, 3), unit: "", target: { op: ">=", value: 0.5 } },
+      { key: "api_request_p50_ms", label: "API request p50 (under load)", value: round(latency.p50), unit: "ms" },
+      { key: "api_request_p99_ms", label: "API request p99 (under load)", value: round(latency.p99), unit: "ms" },
+      { key: "throughput_errors", label: "failed requests", value: gateway.errors.length, unit: "", target: { op: "<=", value: 0 } },
+    ],
+    notes,
+    series: [{ name: `API request under load (${shape.sessions} sessions)`, samplesMs: gateway.latenciesMs }],
+  };
+}

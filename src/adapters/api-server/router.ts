@@ -1,0 +1,29 @@
+// The OpenAI-compatible HTTP API. The app guards /v1 with the bearer key before these routes.
+import express, { type Router } from "express";
+import { sendError } from "../../gateway/http-errors.js";
+import { handleChatCompletion, servedModelName, type ApiServerDeps } from "./chat-completions.js";
+
+export function createApiServerRouter(deps: ApiServerDeps): Router {
+  const router = express.Router();
+  const json = express.json({ limit: deps.config.bodyLimitBytes });
+  // Model "creation" time: when this server started serving it.
+  const created = Math.floor(Date.now() / 1000);
+  const model = () => ({ id: servedModelName(deps.config), object: "model", created, owned_by: "switchboard" });
+
+  router.post("/v1/chat/completions", json, (req, res) => handleChatCompletion(deps, req, res));
+
+  router.get("/v1/models", (_req, res) => {
+    res.json({ object: "list", data: [model()] });
+  });
+
+  router.get("/v1/models/:id", (req, res) => {
+    const served = model();
+    if (req.params.id !== served.id) {
+      sendError(res, 404, "model_not_found", `The model '${req.params.id}' does not exist; this server serves '${served.id}'`);
+      return;
+    }
+    res.json(served);
+  });
+
+  return router;
+}

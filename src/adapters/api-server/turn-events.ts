@@ -1,0 +1,110 @@
+// Picks one request's turn out of its session's event feed: the deltas after the `turn.started`
+// whose inbox_ids hold our inbox row, up to that turn's end. Events that arrive before we know
+// our inbox id (the worker can start before accept() returns) are held and replayed on bind().
+import type { GatewayEvent } from "../../gateway/types.js";
+
+export type TurnEndKind = "completed" | "failed" | "interrupted";
+
+export interface TurnEnd {
+  kind: TurnEndKind;
+  /** `turn.completed` (and sometimes `turn.interrupted`) carry the turn's final text. */
+  finalResponse: string | null;
+  error: string | null;
+}
+
+const END_KINDS: Record<string, TurnEndKind> = {
+  "turn.completed": "completed",
+  "turn.failed": "failed",
+  "turn.interrupted": "interrupted",
+};
+
+function inboxIdsOf(event: GatewayEvent): number[] | null {
+  const ids = event.data.inbox_ids;
+  return Array.isArray(ids) ? ids.filter((id): id is number => typeof id === "number") : null;
+}
+
+function stringField(data: Record<string, unknown>, ...names: string[]): string | null {
+  for (const name of names) {
+    const value = data[name];
+    if (typeof value === "string") return value;
+  }
+  return null;
+}
+
+export class TurnEventTracker {
+  private inboxId: number | null = null;
+  private held: GatewayEvent[] = [];
+  private started = false;
+  private ended: TurnEnd | null = null;
+  // Text of the current model call: a tool call starts a new one, and the turn's final response
+  // is the last call's text, so the remainder is computed against this segment only.
+  private segment = "";
+  private resolveEnd!: (end: TurnEnd) => void;
+  /** Resolves when our turn ends (never, if its end is not seen). */
+  readonly end: Promise<TurnEnd>;
+
+  constructor(private readonly onDelta: (text: string) => void) {
+    this.end = new Promise((resolve) => (this.resolveEnd = resolve));
+  }
+
+  /** The text streamed since the last tool call. */
+  get currentSegment(): string {
+    return this.segment;
+  }
+
+  /** True once our turn's `turn.started` was seen. */
+  get hasStarted(): boolean {
+    return this.started;
+  }
+
+  offer(event: GatewayEvent): void {
+    if (this.inboxId === null) this.held.push(event);
+    else this.handle(event, this.inboxId);
+  }
+
+  bind(inboxId: number): void {
+    this.inboxId = inboxId;
+    const held = this.held;
+    this.held = [];
+    for (const event of held) this.handle(event, inboxId);
+  }
+
+  /** What to send after the streamed text so the client ends up with `finalResponse`. */
+  remainderOf(finalResponse: string | null): string {
+    if (!finalResponse || !finalResponse.startsWith(this.segment)) return "";
+    return finalResponse.slice(this.segment.length);
+  }
+
+  private handle(event: GatewayEvent, inboxId: number): void {
+    if (this.ended) return;
+    const ids = inboxIdsOf(event);
+    const ours = ids !== null && ids.includes(inboxId);
+    if (event.kind === "turn.started" && ours) {
+      this.started = true;
+      return;
+    }
+    const endKind = END_KINDS[event.kind];
+    if (endKind && ours) {
+      this.ended = {
+        kind: endKind,
+        finalResponse: stringField(event.data, "final_response"),
+        error: stringField(event.data, "error", "reason", "message"),
+      };
+      this.resolveEnd(this.ended);
+      return;
+    }
+    if (!this.started) return;
+    if (event.kind === "tool.started" || event.kind === "tool.finished") {
+      this.segment = "";
+      return;
+    }
+    // A delta that names its turn must name ours; one that does not belongs to the started turn.
+    if (event.kind === "delta" && (ids === null || ours)) {
+      const text = event.data.text;
+      if (typeof text === "string" && text !== "") {
+        this.segment += text;
+        this.onDelta(text);
+      }
+    }
+  }
+}

@@ -1,0 +1,164 @@
+// The Discord adapter: HTTP interactions (when a public key is set), the gateway bot (when a bot
+// token is set), and replies through REST: follow-ups for interactions, channel messages (as
+// replies to the user's message) otherwise. Replies over 2000 characters go as several messages.
+//
+// Visible marks: a resend that may repeat an earlier reply ends with an italic note
+// (POSSIBLE_DUPLICATE_NOTE). Typing: POST /channels/:id/typing for channel targets; for an
+// interaction the deferred response already shows "thinking".
+import type { Logger } from "pino";
+import {
+  PermanentSendError,
+  type GatewayIngress,
+  type OutboundReply,
+  type PlatformAdapter,
+  type SendResult,
+} from "../../gateway/types.js";
+import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
+import { PartialSendTracker, sendParts, type PartOperations } from "../shared/multipart-send.js";
+import { splitMessage } from "../shared/split-message.js";
+import type { MessagePoster } from "../shared/streaming.js";
+import { optionalString, requiredString } from "../shared/target.js";
+import { InMemoryThreadMemory, type ThreadMemory } from "../shared/thread-memory.js";
+import { discordThreadKey } from "./channels.js";
+import { DISCORD_MAX_CONTENT, normaliseDiscordApiUrl, type DiscordConfig } from "./config.js";
+import { startDiscordGatewayClient, type DiscordGatewayClient } from "./gateway-client.js";
+import { DiscordRest, DiscordRestError, type DiscordMessageBody } from "./rest.js";
+import { discordRoutes } from "./routes.js";
+import { discordPublicKey } from "./signature.js";
+
+export interface DiscordAdapterDeps {
+  logger: Logger;
+  bodyLimitBytes: number;
+  threads?: ThreadMemory;
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+export interface DiscordAdapter extends PlatformAdapter, MessagePoster {
+  readonly platform: "discord";
+  edit(target: Record<string, unknown>, platformMessageId: string, text: string): Promise<void>;
+}
+
+/** Errors that mean an interaction token has expired (tokens live 15 minutes). */
+const EXPIRED_TOKEN_CODES = new Set([10015, 50027]);
+
+/** No pings from model text: no @everyone, roles or users; the replied-to user is still notified. */
+const ALLOWED_MENTIONS = { parse: [] as string[], replied_user: true };
+
+export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapterDeps): DiscordAdapter {
+  const logger = deps.logger.child({ adapter: "discord" });
+  const now = deps.now ?? Date.now;
+  const threads = deps.threads ?? new InMemoryThreadMemory();
+  const apiUrl = normaliseDiscordApiUrl(config.apiUrl);
+  const rest = new DiscordRest(apiUrl, config.botToken ?? null, deps.fetch ?? fetch);
+  const publicKey = config.publicKey ? discordPublicKey(config.publicKey) : null;
+  const tracker = new PartialSendTracker();
+  let gateway: DiscordGatewayClient | null = null;
+
+  const body = (content: string, replyTo: string | null): DiscordMessageBody => ({
+    content,
+    allowed_mentions: ALLOWED_MENTIONS,
+    ...(replyTo ? { message_reference: { message_id: replyTo, fail_if_not_exists: false } } : {}),
+  });
+
+  const interactionOps = (target: Record<string, unknown>): PartOperations => {
+    const applicationId = optionalString(target, "application_id") ?? config.applicationId ?? null;
+    if (!applicationId) throw new PermanentSendError("discord reply target has no application_id");
+    const token = requiredString(target, "interaction_token", "discord");
+    const channelId = optionalString(target, "channel_id");
+    const expired = (error: unknown) =>
+      error instanceof DiscordRestError &&
+      (error.status === 401 || (error.discordCode !== null && EXPIRED_TOKEN_CODES.has(error.discordCode)));
+    return {
+      post: async (text) => {
+        try {
+          return await rest.followUp(applicationId, token, body(text, null));
+        } catch (error) {
+          // A late reply (token expired) still reaches the channel when the bot can post there.
+          if (!expired(error) || !channelId || !rest.hasBotToken) throw error;
+          logger.warn({ channelId }, "discord interaction token expired; posting the reply to the channel");
+          return rest.createMessage(channelId, body(text, null));
+        }
+      },
+      edit: (id, text) => rest.editFollowUp(applicationId, token, id, body(text, null)),
+    };
+  };
+
+  const channelOps = (target: Record<string, unknown>): PartOperations => {
+    const channelId = requiredString(target, "channel_id", "discord");
+    const replyTo = optionalString(target, "reply_to");
+    return {
+      post: (text, index) => rest.createMessage(channelId, body(text, index === 0 ? replyTo : null)),
+      edit: (id, text) => rest.editMessage(channelId, id, body(text, null)),
+    };
+  };
+
+  const opsFor = (target: Record<string, unknown>): PartOperations =>
+    optionalString(target, "kind") === "interaction" ? interactionOps(target) : channelOps(target);
+
+  const rememberThread = (target: Record<string, unknown>) => {
+    const threadId = optionalString(target, "thread_id");
+    if (threadId) threads.remember(discordThreadKey(threadId));
+  };
+
+  return {
+    platform: "discord",
+    capabilities: { threads: true, edits: true, streaming: true, typing: true },
+
+    routes: publicKey
+      ? (ingress: GatewayIngress) =>
+          discordRoutes(ingress, { publicKey, bodyLimitBytes: deps.bodyLimitBytes, logger, now })
+      : undefined,
+
+    start: config.botToken
+      ? async (ingress: GatewayIngress) => {
+          gateway = await startDiscordGatewayClient({
+            token: config.botToken as string,
+            apiUrl,
+            ingress,
+            threads,
+            logger,
+          });
+        }
+      : undefined,
+
+    async stop() {
+      await gateway?.stop();
+      gateway = null;
+    },
+
+    async send(reply: OutboundReply): Promise<SendResult> {
+      const editId = optionalString(reply.target, "edit_message_id");
+      const marked = editId === null && reply.possibleDuplicate;
+      const text = marked ? markPossibleDuplicate(reply.text) : reply.text;
+      let parts = splitMessage(text, DISCORD_MAX_CONTENT);
+      if (parts.length === 0) parts = ["(empty reply)"];
+      const id = await sendParts(
+        { deliveryId: reply.deliveryId, parts, editMessageId: editId },
+        opsFor(reply.target),
+        tracker,
+      );
+      rememberThread(reply.target);
+      return { platformMessageId: id };
+    },
+
+    async postMessage(target, text) {
+      const id = await opsFor(target).post(truncate(text), 0);
+      rememberThread(target);
+      return id;
+    },
+
+    async edit(target, platformMessageId, text) {
+      await opsFor(target).edit(platformMessageId, truncate(text));
+    },
+
+    async typing(target) {
+      if (optionalString(target, "kind") === "interaction" || !rest.hasBotToken) return;
+      await rest.triggerTyping(requiredString(target, "channel_id", "discord"));
+    },
+  };
+}
+
+function truncate(text: string): string {
+  return text.length <= DISCORD_MAX_CONTENT ? text : `${text.slice(0, DISCORD_MAX_CONTENT - 1)}…`;
+}

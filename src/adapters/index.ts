@@ -1,0 +1,88 @@
+// The platform adapters, and the one place that decides which are enabled.
+import type { Logger } from "pino";
+import type { PlatformAdapter } from "../gateway/types.js";
+import { createDiscordAdapter, type DiscordConfig } from "./discord/index.js";
+import type { ThreadMemory } from "./shared/thread-memory.js";
+import { createSlackAdapter, type SlackConfig } from "./slack/index.js";
+import { createWebhookAdapter, type WebhookRouteConfig } from "./webhook/index.js";
+
+export { createSlackAdapter, createSlackStreamingReply, type SlackAdapter, type SlackConfig } from "./slack/index.js";
+export {
+  createDiscordAdapter,
+  createDiscordStreamingReply,
+  normaliseDiscordMessage,
+  type DiscordAdapter,
+  type DiscordConfig,
+  type DiscordMessageLike,
+} from "./discord/index.js";
+export {
+  createWebhookAdapter,
+  parseWebhookRoutes,
+  signWebhook,
+  verifyWebhook,
+  type WebhookRouteConfig,
+} from "./webhook/index.js";
+export { ThrottledEditor, type MessageSink, type ThrottledEditorOptions } from "./shared/throttled-editor.js";
+export { createStreamingReply, type MessagePoster } from "./shared/streaming.js";
+export { InMemoryThreadMemory, type ThreadMemory } from "./shared/thread-memory.js";
+export { POSSIBLE_DUPLICATE_NOTE } from "./shared/duplicate-marker.js";
+
+export interface AdaptersConfig {
+  slack?: SlackConfig;
+  discord?: DiscordConfig;
+  webhooks?: Record<string, WebhookRouteConfig>;
+}
+
+export interface AdaptersDeps {
+  logger: Logger;
+  bodyLimitBytes: number;
+  /** Shared by Slack and Discord (keys do not collide); default: one in-memory store each. */
+  threads?: ThreadMemory;
+  /** Default wait for sync webhook replies. */
+  syncTimeoutMs?: number;
+}
+
+/** The adapters the config enables: Slack with secret and token, Discord with a key or token, webhooks with routes. */
+export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): PlatformAdapter[] {
+  const adapters: PlatformAdapter[] = [];
+  const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads };
+  if (config.slack?.signingSecret && config.slack.botToken) {
+    adapters.push(createSlackAdapter(config.slack, base));
+  }
+  if (config.discord?.publicKey || config.discord?.botToken) {
+    adapters.push(createDiscordAdapter(config.discord, base));
+  }
+  if (config.webhooks && Object.keys(config.webhooks).length > 0) {
+    adapters.push(createWebhookAdapter(config.webhooks, { ...base, syncTimeoutMs: deps.syncTimeoutMs }));
+  }
+  return adapters;
+}
+
+/** Reads the documented environment variables (webhook routes come from the YAML file). */
+export function adaptersConfigFromEnv(
+  env: Record<string, string | undefined>,
+  webhooks?: Record<string, WebhookRouteConfig>,
+): AdaptersConfig {
+  const value = (name: string) => {
+    const v = env[name]?.trim();
+    return v ? v : undefined;
+  };
+  const config: AdaptersConfig = {};
+  const signingSecret = value("SLACK_SIGNING_SECRET");
+  const botToken = value("SLACK_BOT_TOKEN");
+  if (signingSecret && botToken) {
+    config.slack = { signingSecret, botToken, apiUrl: value("SLACK_API_URL"), botUserId: value("SLACK_BOT_USER_ID") };
+  }
+  const publicKey = value("DISCORD_PUBLIC_KEY");
+  const discordToken = value("DISCORD_BOT_TOKEN");
+  if (publicKey || discordToken) {
+    config.discord = {
+      publicKey,
+      botToken: discordToken,
+      applicationId: value("DISCORD_APPLICATION_ID"),
+      apiUrl: value("DISCORD_API_URL"),
+    };
+  }
+  if (webhooks && Object.keys(webhooks).length > 0) config.webhooks = webhooks;
+  return config;
+}

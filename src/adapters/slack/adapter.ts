@@ -1,0 +1,171 @@
+// The Slack adapter: Events API ingress, replies through chat.postMessage / chat.update.
+//
+// Visible marks: a resend that may repeat an earlier reply ends with an italic note
+// (POSSIBLE_DUPLICATE_NOTE) and carries message metadata
+// `{event_type: "switchboard_reply", event_payload: {delivery_id, session_id, possible_duplicate}}`.
+// Typing: Slack has no typing indicator for bot messages through the Web API, so typing() is a no-op.
+import type { WebClient } from "@slack/web-api";
+import type { Logger } from "pino";
+import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
+import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
+import { PartialSendTracker, sendParts } from "../shared/multipart-send.js";
+import { splitMessage } from "../shared/split-message.js";
+import type { MessagePoster } from "../shared/streaming.js";
+import { optionalString, requiredString } from "../shared/target.js";
+import { InMemoryThreadMemory, type ThreadMemory } from "../shared/thread-memory.js";
+import { createSlackWebClient, slackErrorCode, toSendError, UNEDITABLE_ERRORS } from "./client.js";
+import { normaliseSlackApiUrl, type SlackConfig } from "./config.js";
+import { slackThreadKey } from "./events.js";
+import { slackRoutes } from "./routes.js";
+
+/** Slack truncates message text beyond 40,000 characters; longer replies go as several messages. */
+export const SLACK_MAX_TEXT = 39_000;
+
+export interface SlackAdapterDeps {
+  logger: Logger;
+  bodyLimitBytes: number;
+  /** Threads the bot takes part in; default: in memory, bounded. */
+  threads?: ThreadMemory;
+  /** Clock for signature windows and receivedAt (tests). */
+  now?: () => number;
+}
+
+export interface SlackAdapter extends PlatformAdapter, MessagePoster {
+  readonly platform: "slack";
+  /** The bot's own user id (config, else auth.test; null when auth.test fails). */
+  botUserId(): Promise<string | null>;
+  edit(target: Record<string, unknown>, platformMessageId: string, text: string): Promise<void>;
+}
+
+interface PostOptions {
+  channel: string;
+  threadTs: string | null;
+  metadata?: { event_type: string; event_payload: Record<string, string | number | boolean> };
+}
+
+export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps): SlackAdapter {
+  const logger = deps.logger.child({ adapter: "slack" });
+  const now = deps.now ?? Date.now;
+  const threads = deps.threads ?? new InMemoryThreadMemory();
+  const client: WebClient = createSlackWebClient(config.botToken, normaliseSlackApiUrl(config.apiUrl), logger);
+  const tracker = new PartialSendTracker();
+  let identity: Promise<string | null> | null = null;
+
+  const botUserId = (): Promise<string | null> => {
+    if (config.botUserId) return Promise.resolve(config.botUserId);
+    identity ??= client.auth.test().then(
+      (result) => result.user_id ?? null,
+      (error: unknown) => {
+        identity = null; // try again next time
+        logger.warn({ code: slackErrorCode(error) }, "slack auth.test failed; bot user id unknown");
+        return null;
+      },
+    );
+    return identity;
+  };
+
+  const post = async ({ channel, threadTs, metadata }: PostOptions, text: string): Promise<string> => {
+    try {
+      const result = await client.chat.postMessage({
+        channel,
+        text,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+        ...(metadata ? { metadata } : {}),
+      });
+      if (!result.ts) throw new Error("Slack chat.postMessage returned no ts");
+      return result.ts;
+    } catch (error) {
+      throw toSendError(error, "chat.postMessage");
+    }
+  };
+
+  const update = async (channel: string, ts: string, text: string): Promise<void> => {
+    try {
+      await client.chat.update({ channel, ts, text });
+    } catch (error) {
+      throw toSendError(error, "chat.update");
+    }
+  };
+
+  const rememberThread = (target: Record<string, unknown>, channel: string, threadTs: string | null) => {
+    if (threadTs) threads.remember(slackThreadKey(optionalString(target, "team") ?? "unknown", channel, threadTs));
+  };
+
+  const adapter: SlackAdapter = {
+    platform: "slack",
+    capabilities: { threads: true, edits: true, streaming: true, typing: false },
+
+    routes(ingress: GatewayIngress) {
+      return slackRoutes(ingress, {
+        signingSecret: config.signingSecret,
+        bodyLimitBytes: deps.bodyLimitBytes,
+        logger,
+        threads,
+        now,
+        resolveBotUserId: botUserId,
+        configuredBotUserId: config.botUserId ?? null,
+      });
+    },
+
+    botUserId,
+
+    async send(reply: OutboundReply): Promise<SendResult> {
+      const channel = requiredString(reply.target, "channel", "slack");
+      const threadTs = optionalString(reply.target, "thread_ts");
+      const editId = optionalString(reply.target, "edit_message_id");
+      // An edit replaces text in place, so repeating it cannot duplicate anything.
+      const marked = editId === null && reply.possibleDuplicate;
+      const text = marked ? markPossibleDuplicate(reply.text) : reply.text;
+      const parts = splitMessage(text.trim() === "" ? "(empty reply)" : text, SLACK_MAX_TEXT);
+      const options: PostOptions = {
+        channel,
+        threadTs,
+        metadata: {
+          event_type: "switchboard_reply",
+          event_payload: {
+            delivery_id: reply.deliveryId,
+            session_id: reply.sessionId,
+            possible_duplicate: reply.possibleDuplicate,
+          },
+        },
+      };
+      const id = await sendParts(
+        { deliveryId: reply.deliveryId, parts, editMessageId: editId },
+        {
+          post: (part) => post(options, part),
+          edit: async (ts, part) => {
+            try {
+              await client.chat.update({ channel, ts, text: part });
+            } catch (error) {
+              const code = slackErrorCode(error);
+              if (code === null || !UNEDITABLE_ERRORS.has(code)) throw toSendError(error, "chat.update");
+              // The streamed message is gone or frozen: post the final text instead of losing it.
+              logger.warn({ deliveryId: reply.deliveryId, code }, "slack message not editable; posting the reply anew");
+              return post(options, part);
+            }
+          },
+        },
+        tracker,
+      );
+      rememberThread(reply.target, channel, threadTs);
+      return { platformMessageId: id };
+    },
+
+    async postMessage(target, text) {
+      const channel = requiredString(target, "channel", "slack");
+      const threadTs = optionalString(target, "thread_ts");
+      const ts = await post({ channel, threadTs }, text);
+      rememberThread(target, channel, threadTs);
+      return ts;
+    },
+
+    async edit(target, platformMessageId, text) {
+      await update(requiredString(target, "channel", "slack"), platformMessageId, text);
+    },
+
+    async typing() {
+      // No bot typing indicator in Slack's Web API.
+    },
+  };
+  return adapter;
+}

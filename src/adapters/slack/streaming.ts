@@ -1,0 +1,15 @@
+// A Slack reply streamed as one message in its thread plus throttled chat.update edits.
+import { ThrottledEditor, type ThrottledEditorOptions } from "../shared/throttled-editor.js";
+import { createStreamingReply } from "../shared/streaming.js";
+import type { SlackAdapter } from "./adapter.js";
+
+/** Slack allows roughly one chat.update per second per channel (Tier 3 / special limits). */
+export const SLACK_STREAM_EDIT_INTERVAL_MS = 1_200;
+
+export function createSlackStreamingReply(
+  adapter: SlackAdapter,
+  target: Record<string, unknown>,
+  options: Partial<ThrottledEditorOptions> = {},
+): ThrottledEditor {
+  return createStreamingReply(adapter, target, { intervalMs: SLACK_STREAM_EDIT_INTERVAL_MS, ...options });
+}

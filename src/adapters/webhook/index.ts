@@ -1,0 +1,17 @@
+export { createWebhookAdapter, type WebhookAdapterDeps } from "./adapter.js";
+export { callbackMessageId, postCallback } from "./callback.js";
+export { parseWebhookRoutes, WebhookRouteSchema, type WebhookRouteConfig, type WebhookRoutes } from "./config.js";
+export { parseWebhookBody, WebhookBodySchema, type WebhookBody } from "./body.js";
+export { DEFAULT_SYNC_TIMEOUT_MS, toInboundMessage } from "./routes.js";
+export {
+  githubSignature,
+  signWebhook,
+  standardSignature,
+  standardWebhookKey,
+  STANDARD_WEBHOOK_TOLERANCE_SECONDS,
+  verifyGithubSignature,
+  verifyStandardSignature,
+  verifyWebhook,
+  type VerifyResult,
+  type WebhookStyle,
+} from "./signing.js";

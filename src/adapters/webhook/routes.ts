@@ -1,0 +1,129 @@
+// POST /webhooks/:route — signed deliveries, deduplicated by delivery id.
+// A sync route answers with the reply; a callback route answers 202 and the reply is POSTed,
+// signed, to the route's callback_url.
+import { Router, type Request } from "express";
+import type { Logger } from "pino";
+import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
+import { postRoute, readRawBody, sendError } from "../shared/http.js";
+import { parseWebhookBody, type WebhookBody } from "./body.js";
+import type { WebhookRouteConfig, WebhookRoutes } from "./config.js";
+import { verifyWebhook } from "./signing.js";
+
+export const DEFAULT_SYNC_TIMEOUT_MS = 30_000;
+
+export interface WebhookRouteContext {
+  routes: WebhookRoutes;
+  bodyLimitBytes: number;
+  logger: Logger;
+  now: () => number;
+  syncTimeoutMs: number;
+}
+
+/** The delivery's id: the style's header, else the body's `id`. */
+function deliveryId(req: Request, route: WebhookRouteConfig, body: WebhookBody): string | null {
+  const header = route.style === "github" ? req.get("x-github-delivery") : req.get("webhook-id");
+  return header?.trim() || body.id || null;
+}
+
+export function toInboundMessage(
+  routeName: string,
+  route: WebhookRouteConfig,
+  id: string,
+  body: WebhookBody,
+  now: number,
+): InboundMessage {
+  return {
+    platform: "webhook",
+    // Scoped by route: two senders may use the same ids.
+    platformMessageId: `${routeName}:${id}`,
+    sessionKey: `webhook:${routeName}:${body.chat_id}`,
+    chatId: body.chat_id,
+    threadId: null,
+    userId: body.user_id,
+    text: body.text,
+    displayKind: "webhook",
+    displayMetadata: { route: routeName, delivery_id: id, chat_id: body.chat_id, user_id: body.user_id },
+    receivedAt: now,
+    // Sync replies travel in the HTTP answer; only callback routes need delivery.
+    replyTarget:
+      route.reply === "callback" ? { route: routeName, chat_id: body.chat_id, user_id: body.user_id, in_reply_to: id } : null,
+  };
+}
+
+export function webhookRoutes(ingress: GatewayIngress, ctx: WebhookRouteContext): Router {
+  const router = Router();
+  const log = ctx.logger;
+
+  postRoute(router, "/webhooks/:route", ctx.bodyLimitBytes, async (req, res) => {
+    const routeName = String(req.params.route);
+    const route = Object.hasOwn(ctx.routes, routeName) ? ctx.routes[routeName] : undefined;
+    if (!route) {
+      sendError(res, 404, `unknown webhook route '${routeName}'`, "unknown_route");
+      return;
+    }
+    const raw = readRawBody(req);
+    const check = verifyWebhook(route.style, route.secret, (name) => req.get(name), raw, ctx.now());
+    if (!check.ok) {
+      log.warn({ route: routeName, reason: check.reason }, "webhook refused");
+      sendError(res, 401, check.reason);
+      return;
+    }
+    const parsed = parseWebhookBody(raw);
+    if (!parsed.ok) {
+      sendError(res, 400, parsed.message, "invalid_body");
+      return;
+    }
+    const id = deliveryId(req, route, parsed.body);
+    if (!id) {
+      const where = route.style === "github" ? "X-GitHub-Delivery header" : "webhook-id header";
+      sendError(res, 400, `invalid body: id is required (or the ${where})`, "invalid_body");
+      return;
+    }
+    const message = toInboundMessage(routeName, route, id, parsed.body, ctx.now());
+    let result: AcceptResult;
+    try {
+      result = await ingress.accept(message);
+    } catch (error) {
+      log.error({ err: error, route: routeName }, "webhook could not be recorded");
+      sendError(res, 503, "message could not be recorded; retry later");
+      return;
+    }
+    if (result.status === "rejected") {
+      // The gateway refuses input it cannot take (empty, too long): a client error, not a conflict.
+      sendError(res, 400, `message rejected: ${result.reason}`, "message_rejected");
+      return;
+    }
+    if (result.status === "duplicate") {
+      res.status(200).json({ duplicate: true });
+      return;
+    }
+    if (route.reply === "callback") {
+      res.status(202).json({ accepted: true, session_id: result.sessionId });
+      return;
+    }
+    const timeoutMs = route.sync_timeout_ms ?? ctx.syncTimeoutMs;
+    let outcome: TurnOutcome;
+    try {
+      outcome = await ingress.waitForOutcome(result.inboxId, timeoutMs);
+    } catch (error) {
+      log.warn({ err: error, route: routeName, inboxId: result.inboxId }, "webhook sync reply timed out");
+      sendError(res, 504, `no reply within ${timeoutMs} ms; the message is still being processed`, "reply_timeout", {
+        session_id: result.sessionId,
+      });
+      return;
+    }
+    if (outcome.status === "failed") {
+      sendError(res, 502, "the turn failed", "turn_failed", { session_id: outcome.sessionId });
+      return;
+    }
+    if (outcome.status === "rejected") {
+      sendError(res, 409, "the turn was rejected", "turn_rejected", { session_id: outcome.sessionId });
+      return;
+    }
+    const answer: Record<string, unknown> = { reply: outcome.reply ?? "", session_id: outcome.sessionId };
+    if (outcome.status === "interrupted") answer.status = "interrupted";
+    res.status(200).json(answer);
+  });
+
+  return router;
+}

@@ -1,0 +1,2 @@
+export { createWebSocketAdapter } from "./adapter.js";
+export { acceptSend, inboundFromSend, WEBSOCKET_PLATFORM, type SendOutcome, type SendRequest } from "./inbound.js";

@@ -1,0 +1,113 @@
+// Admission: take the session turn lease (waiting behind a live holder, honouring interrupts),
+// then, if the turn waited, read the durable state the previous holder left behind.
+import type { ConversationMessage, SessionStore } from "../state/types.js";
+import { raceAbort } from "./interrupts.js";
+import { carriedInputs } from "./messages.js";
+
+export type Admission =
+  | { kind: "admitted"; waited: boolean; contended: boolean }
+  | { kind: "timeout" }
+  | { kind: "aborted" }
+  | { kind: "error"; message: string };
+
+export interface AcquireInput {
+  store: SessionStore;
+  leaseKey: string;
+  holder: string;
+  ttlSeconds: number;
+  waitSeconds: number;
+  /** Aborted by interrupt(): stop waiting at once. */
+  signal: AbortSignal;
+  shouldAbort: () => boolean;
+  /** A live holder has the lease. */
+  onWait: (elapsedSeconds: number) => void;
+}
+
+/** The lease key: the compression-lineage root, or the id itself when that cannot be read. */
+export async function leaseKeyFor(store: SessionStore, sessionId: string): Promise<string> {
+  try {
+    return (await store.conversationRootId(sessionId)) || sessionId;
+  } catch {
+    return sessionId;
+  }
+}
+
+export async function acquireTurnLease(input: AcquireInput): Promise<Admission> {
+  const { store, leaseKey, holder } = input;
+  let waited = false;
+  let contended = false;
+  let abandoned = false;
+  const acquiring = (async () =>
+    store.acquireSessionTurnLease(leaseKey, holder, {
+      ttlSeconds: input.ttlSeconds,
+      waitSeconds: input.waitSeconds,
+      onWait: (elapsed) => {
+        waited = true;
+        input.onWait(elapsed);
+      },
+      onContended: () => {
+        contended = true;
+      },
+      shouldAbort: () => abandoned || input.shouldAbort(),
+    }))();
+  let raced;
+  try {
+    raced = await raceAbort(acquiring, input.signal);
+  } catch (err) {
+    return { kind: "error", message: err instanceof Error ? err.message : String(err) };
+  }
+  if (raced.aborted) {
+    abandoned = true;
+    // The store may still grant the lease before it next checks shouldAbort: hand it back.
+    acquiring
+      .then((granted) => (granted ? store.releaseSessionTurnLease(leaseKey, holder) : undefined))
+      .catch(() => {});
+    return { kind: "aborted" };
+  }
+  if (raced.value) return { kind: "admitted", waited, contended };
+  return input.shouldAbort() ? { kind: "aborted" } : { kind: "timeout" };
+}
+
+export interface Reloaded {
+  /** The live tip of the compression chain. */
+  sessionId: string;
+  history: ConversationMessage[];
+  /** Whether the session row exists; null when it could not be read. */
+  rowKnown: boolean | null;
+}
+
+/**
+ * Reads durable state under the lease. The session row read here decides: a row -> the reload
+ * (even empty) plus carried inputs; no row -> the caller's history object; unreadable -> the
+ * reload when it has rows, else the caller's history.
+ */
+export async function reloadUnderLease(
+  store: SessionStore,
+  sessionId: string,
+  callerHistory: ConversationMessage[],
+): Promise<Reloaded> {
+  let tip = sessionId;
+  try {
+    tip = (await store.resolveResumeSessionId(sessionId)) || sessionId;
+  } catch {
+    // Unreadable chain: stay on the id we have.
+  }
+  let row: "present" | "absent" | "unknown";
+  try {
+    row = (await store.getSession(tip)) ? "present" : "absent";
+  } catch {
+    row = "unknown";
+  }
+  if (row === "absent") return { sessionId: tip, history: callerHistory, rowKnown: false };
+  let reloaded: ConversationMessage[] | null;
+  try {
+    reloaded = await store.getMessagesAsConversation(tip, { repairAlternation: true, includeRowIds: true });
+  } catch {
+    reloaded = null;
+  }
+  const rowKnown = row === "present" ? true : null;
+  if (reloaded === null || (row === "unknown" && reloaded.length === 0)) {
+    return { sessionId: tip, history: callerHistory, rowKnown };
+  }
+  return { sessionId: tip, history: [...reloaded, ...carriedInputs(callerHistory)], rowKnown };
+}

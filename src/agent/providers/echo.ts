@@ -1,0 +1,83 @@
+// The offline default model: deterministic, no network. It answers `Echo: <last user text>`,
+// streamed word by word, and calls tools only when the user message holds a
+// `[[tool:<name> <json-args>]]` directive (see echo-directive.ts).
+import type { ToolCall } from "../../state/types.js";
+import type { CompletionRequest, CompletionResult, ModelMessage, ModelProvider } from "../types.js";
+import { sleep, throwIfAborted } from "./abortable.js";
+import { parseToolDirectives } from "./echo-directive.js";
+
+export interface EchoProviderOptions {
+  /** Pause before each chunk after the first, to simulate a slow model. Default 0. */
+  chunkDelayMs?: number;
+}
+
+export class EchoProvider implements ModelProvider {
+  readonly name = "echo";
+  readonly model = "echo";
+  private readonly chunkDelayMs: number;
+
+  constructor(options: EchoProviderOptions = {}) {
+    this.chunkDelayMs = options.chunkDelayMs ?? 0;
+  }
+
+  async complete(request: CompletionRequest): Promise<CompletionResult> {
+    throwIfAborted(request.signal);
+    const { messages } = request;
+    const lastUser = findLastIndex(messages, (m) => m.role === "user");
+    const userText = lastUser >= 0 ? (messages[lastUser].content ?? "") : "";
+    const directives = parseToolDirectives(userText);
+    const usage = { promptTokens: countWords(messages.map((m) => m.content ?? "").join(" ")) };
+
+    if (directives.calls.length === 0) return this.reply(`Echo: ${userText}`, request, usage);
+
+    const after = messages.slice(lastUser + 1);
+    const asked = after.find((m) => m.role === "assistant" && (m.tool_calls?.length ?? 0) > 0);
+    if (!asked) {
+      const toolCalls: ToolCall[] = directives.calls.map((call, i) => ({
+        id: `echo_call_${messages.length}_${i}`,
+        type: "function",
+        function: { name: call.name, arguments: call.arguments },
+      }));
+      await this.pause(request.signal);
+      return { content: null, toolCalls, finishReason: "tool_calls", usage: { ...usage, completionTokens: 0 } };
+    }
+
+    const results = (asked.tool_calls ?? []).map((call) => {
+      const answer = after.find((m) => m.role === "tool" && m.tool_call_id === call.id);
+      return ` | ${call.function.name} -> ${answer?.content ?? ""}`;
+    });
+    return this.reply(`Echo: ${directives.text}${results.join("")}`, request, usage);
+  }
+
+  private async reply(
+    text: string,
+    request: CompletionRequest,
+    usage: { promptTokens: number },
+  ): Promise<CompletionResult> {
+    const chunks = wordChunks(text);
+    for (const [i, chunk] of chunks.entries()) {
+      if (i > 0) await this.pause(request.signal);
+      throwIfAborted(request.signal);
+      request.onDelta?.(chunk);
+    }
+    return { content: text, toolCalls: [], finishReason: "stop", usage: { ...usage, completionTokens: chunks.length } };
+  }
+
+  private async pause(signal: AbortSignal): Promise<void> {
+    if (this.chunkDelayMs > 0) await sleep(this.chunkDelayMs, signal);
+  }
+}
+
+/** Word-sized pieces that concatenate back to exactly `text`: each word with the space before it. */
+export function wordChunks(text: string): string[] {
+  return text.match(/\s*\S+|\s+$/g) ?? (text ? [text] : []);
+}
+
+function countWords(text: string): number {
+  return text.split(/\s+/).filter(Boolean).length;
+}
+
+function findLastIndex(messages: ModelMessage[], predicate: (m: ModelMessage) => boolean): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (predicate(messages[i])) return i;
+  return -1;
+}

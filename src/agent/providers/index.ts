@@ -1,0 +1,34 @@
+// Chooses the model provider from config: an OpenAI-compatible server when a base URL is set,
+// else the offline echo model.
+import type { ModelProvider } from "../types.js";
+import { EchoProvider } from "./echo.js";
+import { OpenAIProvider } from "./openai.js";
+
+export interface ProviderConfig {
+  baseUrl?: string;
+  apiKey?: string;
+  model?: string;
+  echoChunkDelayMs?: number;
+  maxRetries?: number;
+  timeoutMs?: number;
+  temperature?: number;
+}
+
+export function createProvider(config: ProviderConfig): ModelProvider {
+  if (!config.baseUrl) return new EchoProvider({ chunkDelayMs: config.echoChunkDelayMs });
+  if (!config.model) throw new Error("A model name (LLM_MODEL) is required when a model server URL (LLM_BASE_URL) is set");
+  return new OpenAIProvider({
+    baseURL: config.baseUrl,
+    // Local servers often need no key; the client insists on one, and sends it as a bearer token.
+    apiKey: config.apiKey || "none",
+    model: config.model,
+    maxRetries: config.maxRetries,
+    timeoutMs: config.timeoutMs,
+    temperature: config.temperature,
+  });
+}
+
+export { EchoProvider, wordChunks, type EchoProviderOptions } from "./echo.js";
+export { OpenAIProvider, type OpenAIProviderOptions } from "./openai.js";
+export { ProviderAbortError, ProviderError, isAbortError, type ProviderErrorOptions } from "./errors.js";
+export { parseToolDirectives, type DirectiveCall, type ParsedDirectives } from "./echo-directive.js";

@@ -1,0 +1,67 @@
+// JSON errors with stable codes: {"error":{"message","type","code"}}.
+import type { ErrorRequestHandler, Response } from "express";
+import type { Logger } from "pino";
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "HttpError";
+  }
+}
+
+const typeForStatus = (status: number): string =>
+  status === 401 ? "authentication_error"
+  : status === 404 ? "not_found_error"
+  : status === 409 ? "conflict_error"
+  : status === 413 ? "request_too_large"
+  : status === 429 ? "rate_limit_error"
+  : status >= 500 ? "server_error"
+  : "invalid_request_error";
+
+export function sendError(res: Response, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.status(status).json({ error: { message, type: typeForStatus(status), code } });
+}
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  message?: string;
+}
+
+/** The last express middleware: every error becomes JSON, body-parser errors keep their status. */
+export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    if (err instanceof HttpError) {
+      sendError(res, err.status, err.code, err.message, err.headers);
+      return;
+    }
+    const parserError = err as BodyParserError;
+    if (parserError?.type === "entity.too.large") {
+      sendError(res, 413, "body_too_large", "request body is larger than the configured limit");
+      return;
+    }
+    if (parserError?.type === "entity.parse.failed") {
+      sendError(res, 400, "malformed_json", "request body is not valid JSON");
+      return;
+    }
+    const status = parserError?.status ?? parserError?.statusCode;
+    if (status && status >= 400 && status < 500) {
+      sendError(res, status, "bad_request", parserError.expose && parserError.message ? parserError.message : "bad request");
+      return;
+    }
+    logger.error({ err, path: req.path, method: req.method }, "unhandled request error");
+    sendError(res, 500, "internal_error", "internal server error");
+  };
+}

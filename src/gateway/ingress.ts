@@ -1,0 +1,217 @@
+// Durable ingress: record the inbound message in the inbox, then enqueue a wake-up for its
+// session, and only then acknowledge. Redis down -> the row is still recorded; the reconciler
+// enqueues it later. Every received message is recorded or explicitly rejected with a reason.
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { SessionStore } from "../state/types.js";
+import { parseCommand, HELP_TEXT, type CommandName } from "./commands.js";
+import type { GatewayConfig } from "./config.js";
+import type { EventPublisher, EventSubscriber, InterruptPublisher } from "./bus-types.js";
+import type { GatewayMetrics } from "./metrics.js";
+import { turnJobId, withTimeout, type GatewayQueues } from "./queues.js";
+import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
+
+export interface IngressDeps {
+  config: GatewayConfig;
+  store: SessionStore;
+  queues: GatewayQueues;
+  events: EventPublisher & EventSubscriber;
+  interrupts: InterruptPublisher;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** Platforms whose replies go out through the deliveries queue (others read results themselves). */
+  sendingPlatforms: () => Set<string>;
+  /** Enqueue delivery jobs for a session's unsent deliveries. */
+  dispatchDeliveries: (sessionId: string) => Promise<void>;
+}
+
+const ENQUEUE_TIMEOUT_MS = 1500;
+
+export class Ingress implements GatewayIngress {
+  constructor(private readonly deps: IngressDeps) {}
+
+  async accept(message: InboundMessage): Promise<AcceptResult> {
+    const { store, metrics, logger } = this.deps;
+    const problem = this.validate(message);
+    if (problem) {
+      metrics.inbound.inc({ platform: message.platform || "unknown", result: "rejected" });
+      logger.warn({ platform: message.platform, platformMessageId: message.platformMessageId, reason: problem }, "inbound message rejected");
+      return { status: "rejected", reason: problem };
+    }
+    const sessionId = await this.conversationFor(message);
+    const command = parseCommand(message.text);
+    if (command) return this.runCommand(command.name, message, sessionId);
+
+    const { inserted, row } = await store.recordInbound({
+      platform: message.platform,
+      platformMessageId: message.platformMessageId,
+      sessionId,
+      payload: message as unknown as Record<string, unknown>,
+      receivedAt: message.receivedAt / 1000,
+    });
+    if (!inserted) {
+      metrics.inbound.inc({ platform: message.platform, result: "duplicate" });
+      return { status: "duplicate", inboxId: row.id, sessionId: row.session_id };
+    }
+    metrics.inbound.inc({ platform: message.platform, result: "accepted" });
+    const enqueued = await this.enqueue(row.session_id, row.id);
+    void this.deps.events
+      .publish(row.session_id, "message.queued", { inbox_id: row.id, platform: message.platform, platform_message_id: message.platformMessageId, text: message.text, user_id: message.userId })
+      .catch(() => undefined);
+    return { status: "accepted", inboxId: row.id, sessionId: row.session_id, enqueued };
+  }
+
+  /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */
+  async enqueue(sessionId: string, inboxId: number): Promise<boolean> {
+    try {
+      await withTimeout(this.deps.queues.turns.add("turn", { sessionId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
+      await this.deps.store.markInboxEnqueued([inboxId]);
+      return true;
+    } catch (err) {
+      this.deps.logger.warn({ inboxId, err: (err as Error).message }, "enqueue failed; the inbox row stays pending for the reconciler");
+      return false;
+    }
+  }
+
+  async waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome> {
+    const { store, events } = this.deps;
+    const first = await store.getInboxRow(inboxId);
+    if (!first) throw new Error(`unknown inbox row ${inboxId}`);
+    if (first.status !== "pending") return outcomeOf(first);
+    return new Promise<TurnOutcome>((resolve, reject) => {
+      let settled = false;
+      let unsubscribe: (() => void) | null = null;
+      const finish = (outcome: TurnOutcome | null, error?: Error): void => {
+        if (settled) return;
+        settled = true;
+        clearInterval(poll);
+        clearTimeout(timer);
+        unsubscribe?.();
+        if (outcome) resolve(outcome);
+        else reject(error ?? new Error("no outcome"));
+      };
+      const check = async (): Promise<void> => {
+        const row = await store.getInboxRow(inboxId).catch(() => null);
+        if (row && row.status !== "pending") finish(outcomeOf(row));
+      };
+      // Events wake us at once; a slow poll covers a missed event (Redis outage).
+      const poll = setInterval(() => void check(), 1000);
+      const timer = setTimeout(() => finish(null, new OutcomeTimeoutError(inboxId, timeoutMs)), timeoutMs);
+      events
+        .subscribe(first.session_id, (event) => {
+          const ids = event.data.inbox_ids;
+          if (Array.isArray(ids) && ids.includes(inboxId) && /^turn\.(completed|failed|interrupted)$/.test(event.kind)) void check();
+        })
+        .then((off) => {
+          if (settled) off();
+          else unsubscribe = off;
+          return check();
+        })
+        .catch(() => undefined);
+    });
+  }
+
+  async interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void> {
+    const conversation = await this.deps.store.conversationRootId(sessionId);
+    await this.deps.interrupts.publish({ sessionId: conversation, text: options.text, hard: options.hard ?? false });
+  }
+
+  private validate(message: InboundMessage): string | null {
+    if (!message.platform) return "platform is missing";
+    if (!message.platformMessageId) return "platform message id is missing";
+    if (typeof message.text !== "string" || message.text.trim() === "") return "text is empty";
+    if (message.text.length > this.deps.config.maxMessageChars) return `text is longer than ${this.deps.config.maxMessageChars} characters`;
+    return null;
+  }
+
+  /** The conversation (lineage root) this message belongs to; creates the session for a new key. */
+  private async conversationFor(message: InboundMessage): Promise<string> {
+    const { store, config } = this.deps;
+    if (message.sessionId) {
+      if (message.seedHistory?.length) await this.seedSession(message);
+      return store.conversationRootId(message.sessionId);
+    }
+    const key = config.sessionPerUser.includes(message.platform) && message.userId ? `${message.sessionKey}:${message.userId}` : message.sessionKey;
+    const session = await store.ensureSessionForKey(key, randomUUID(), {
+      source: message.platform,
+      sessionKey: key,
+      chatId: message.chatId,
+      threadId: message.threadId,
+      userId: message.userId,
+    });
+    return store.conversationRootId(session.id);
+  }
+
+  /** A fresh session seeded from a request's prior messages; nobody else knows its id yet. */
+  private async seedSession(message: InboundMessage): Promise<void> {
+    const { store } = this.deps;
+    const id = message.sessionId as string;
+    if (await store.getSession(id)) return;
+    await store.createSession(id, { source: message.platform, sessionKey: message.sessionKey, chatId: message.chatId, threadId: message.threadId, userId: message.userId });
+    const now = message.receivedAt / 1000;
+    await store.appendMessagesBatch(
+      id,
+      (message.seedHistory ?? []).map((m) => ({ role: m.role, content: m.content, timestamp: now, display_kind: "seed" })),
+    );
+  }
+
+  private async runCommand(name: CommandName, message: InboundMessage, sessionId: string): Promise<AcceptResult> {
+    const { store, metrics } = this.deps;
+    const { inserted, row } = await store.recordInbound({
+      platform: message.platform,
+      platformMessageId: message.platformMessageId,
+      sessionId,
+      payload: { ...(message as unknown as Record<string, unknown>), command: name },
+      receivedAt: message.receivedAt / 1000,
+    });
+    if (!inserted) {
+      metrics.inbound.inc({ platform: message.platform, result: "duplicate" });
+      return { status: "duplicate", inboxId: row.id, sessionId: row.session_id };
+    }
+    metrics.inbound.inc({ platform: message.platform, result: "accepted" });
+    const reply = await this.commandReply(name, message, sessionId);
+    await store.completeInbox([row.id], "done", reply, `command:${name}`);
+    if (this.deps.sendingPlatforms().has(message.platform) && message.replyTarget) {
+      await store.createDeliveries([{ platform: message.platform, sessionId, target: message.replyTarget, text: reply, inboxId: row.id }]);
+      await this.deps.dispatchDeliveries(sessionId).catch(() => undefined);
+    }
+    void this.deps.events.publish(sessionId, "command", { inbox_id: row.id, inbox_ids: [row.id], command: name, reply }).catch(() => undefined);
+    return { status: "accepted", inboxId: row.id, sessionId, enqueued: false };
+  }
+
+  private async commandReply(name: CommandName, message: InboundMessage, sessionId: string): Promise<string> {
+    const { store } = this.deps;
+    switch (name) {
+      case "help":
+        return HELP_TEXT;
+      case "stop":
+        await this.deps.interrupts.publish({ sessionId, hard: true, text: "stopped by /stop" });
+        return "Stopped.";
+      case "new": {
+        if (message.sessionId) return "This conversation is addressed by its id; start a new one by using a new session id.";
+        const tip = await store.resolveResumeSessionId(sessionId);
+        await store.endSession(tip, "reset");
+        return "Started a new conversation.";
+      }
+      case "status": {
+        const tip = await store.resolveResumeSessionId(sessionId);
+        const pending = await store.pendingInbox(sessionId, 1000);
+        const lease = await store.getSessionTurnLease(sessionId);
+        const state = lease ? "a turn is running" : "idle";
+        return `Session ${tip}: ${state}; ${pending.length} message(s) queued.`;
+      }
+    }
+  }
+}
+
+export class OutcomeTimeoutError extends Error {
+  constructor(readonly inboxId: number, timeoutMs: number) {
+    super(`no reply for inbox row ${inboxId} within ${timeoutMs} ms; it is still queued and will be processed`);
+    this.name = "OutcomeTimeoutError";
+  }
+}
+
+function outcomeOf(row: { id: number; session_id: string; status: string; reply: string | null }): TurnOutcome {
+  const status = row.status === "pending" ? "done" : (row.status as TurnOutcome["status"]);
+  return { inboxId: row.id, sessionId: row.session_id, status, reply: row.reply };
+}

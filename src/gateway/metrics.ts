@@ -1,0 +1,30 @@
+// Prometheus metrics (prom-client), one registry per gateway process.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface GatewayMetrics {
+  registry: Registry;
+  inbound: Counter<"platform" | "result">;
+  turns: Counter<"platform" | "outcome">;
+  turnSeconds: Histogram<"platform">;
+  leaseWaits: Counter;
+  leaseWaitSeconds: Histogram;
+  deliveries: Counter<"platform" | "result">;
+  queueDepth: Gauge<"queue" | "state">;
+  runningTurns: Gauge;
+}
+
+export function createMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "switchboard_process_" });
+  return {
+    registry,
+    inbound: new Counter({ name: "switchboard_inbound_messages_total", help: "Inbound messages by result (accepted, duplicate, rejected)", labelNames: ["platform", "result"], registers: [registry] }),
+    turns: new Counter({ name: "switchboard_turns_total", help: "Agent turns by outcome", labelNames: ["platform", "outcome"], registers: [registry] }),
+    turnSeconds: new Histogram({ name: "switchboard_turn_duration_seconds", help: "Turn latency from admission to completion", labelNames: ["platform"], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] }),
+    leaseWaits: new Counter({ name: "switchboard_lease_waits_total", help: "Turns that had to wait for another holder of the session lease", registers: [registry] }),
+    leaseWaitSeconds: new Histogram({ name: "switchboard_lease_wait_seconds", help: "Time from the first failed lease attempt to admission", buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120], registers: [registry] }),
+    deliveries: new Counter({ name: "switchboard_deliveries_total", help: "Outbound reply deliveries by result", labelNames: ["platform", "result"], registers: [registry] }),
+    queueDepth: new Gauge({ name: "switchboard_queue_jobs", help: "BullMQ jobs by queue and state", labelNames: ["queue", "state"], registers: [registry] }),
+    runningTurns: new Gauge({ name: "switchboard_running_turns", help: "Turns running in this process", registers: [registry] }),
+  };
+}

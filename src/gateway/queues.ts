@@ -1,0 +1,97 @@
+// The two BullMQ queues: turn wake-ups and outbound deliveries. Job ids are derived from the
+// durable rows ("inbox-<id>", "delivery-<id>"), so re-adding a job that exists is a no-op.
+import { Queue, type ConnectionOptions } from "bullmq";
+import { Redis, type RedisOptions } from "ioredis";
+
+export const TURN_QUEUE = "turns";
+export const DELIVERY_QUEUE = "deliveries";
+
+export interface TurnJobData {
+  /** The conversation (lineage root) the inbox row belongs to. */
+  sessionId: string;
+  inboxId: number;
+}
+
+export interface DeliveryJobData {
+  deliveryId: number;
+}
+
+export const turnJobId = (inboxId: number): string => `inbox-${inboxId}`;
+export const deliveryJobId = (deliveryId: number): string => `delivery-${deliveryId}`;
+
+export interface GatewayQueues {
+  turns: Queue<TurnJobData>;
+  deliveries: Queue<DeliveryJobData>;
+  /** The producer connection: fails fast while Redis is down instead of buffering. */
+  connection: Redis;
+  close(): Promise<void>;
+}
+
+export function createQueues(redisOptions: RedisOptions, prefix: string): GatewayQueues {
+  const connection = new Redis({
+    ...redisOptions,
+    // Fail fast when Redis is down: the inbox row is already durable and the reconciler enqueues later.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+  });
+  connection.on("error", () => {
+    // Reported through /health; ioredis reconnects on its own.
+  });
+  const turns = new Queue<TurnJobData>(TURN_QUEUE, {
+    connection,
+    prefix,
+    skipWaitingForReady: true,
+    // The version check sends INFO at construction, which the fail-fast connection refuses before
+    // it is ready; the failed check would poison the queue for good.
+    skipVersionCheck: true,
+    defaultJobOptions: {
+      removeOnComplete: true,
+      removeOnFail: 1000,
+      attempts: 20,
+      backoff: { type: "exponential", delay: 1000 },
+    },
+  });
+  const deliveries = new Queue<DeliveryJobData>(DELIVERY_QUEUE, {
+    connection,
+    prefix,
+    skipWaitingForReady: true,
+    // The version check sends INFO at construction, which the fail-fast connection refuses before
+    // it is ready; the failed check would poison the queue for good.
+    skipVersionCheck: true,
+    defaultJobOptions: {
+      removeOnComplete: true,
+      removeOnFail: 1000,
+      attempts: 12,
+      backoff: { type: "custom" },
+    },
+  });
+  return {
+    turns,
+    deliveries,
+    connection,
+    async close() {
+      await Promise.allSettled([turns.close(), deliveries.close()]);
+      connection.disconnect();
+    },
+  };
+}
+
+/** Bound a Redis call so a down Redis answers within `ms`, never hangs an HTTP ack. */
+export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Connection options for a BullMQ Worker: it owns (creates and closes) its blocking clients. */
+export function workerConnection(redisOptions: RedisOptions): ConnectionOptions {
+  // ioredis' option type is wider than BullMQ's declared subset; the values are passed through as is.
+  return { ...redisOptions, maxRetriesPerRequest: null } as ConnectionOptions;
+}

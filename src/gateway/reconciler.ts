@@ -1,0 +1,69 @@
+// The reconciler enqueues what the database says is unfinished: pending inbox rows (Redis was
+// down at ingress, or lost its jobs on a restart) and unsent deliveries. It runs at start-up,
+// whenever the Redis connection becomes ready again, and on a slow timer as a safety net.
+// Re-adding is safe: job ids derive from rows, and a job for a consumed row is a no-op.
+import type { Logger } from "pino";
+import type { SessionStore } from "../state/types.js";
+import type { DeliveryDispatcher } from "./delivery-worker.js";
+import type { Ingress } from "./ingress.js";
+import type { GatewayQueues } from "./queues.js";
+
+export interface ReconcilerDeps {
+  store: SessionStore;
+  queues: GatewayQueues;
+  ingress: Ingress;
+  deliveries: DeliveryDispatcher;
+  logger: Logger;
+  intervalMs?: number;
+}
+
+export class Reconciler {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<number> | null = null;
+  private readonly onReady = (): void => void this.runOnce();
+
+  constructor(private readonly deps: ReconcilerDeps) {}
+
+  start(): void {
+    this.deps.queues.connection.on("ready", this.onReady);
+    this.timer = setInterval(() => void this.runOnce(), this.deps.intervalMs ?? 30_000);
+    this.timer.unref();
+    void this.runOnce();
+  }
+
+  stop(): void {
+    this.deps.queues.connection.off("ready", this.onReady);
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** One pass; concurrent calls share the pass in flight. Returns how many rows were enqueued. */
+  runOnce(): Promise<number> {
+    if (!this.running) {
+      this.running = this.pass().finally(() => {
+        this.running = null;
+      });
+    }
+    return this.running;
+  }
+
+  private async pass(): Promise<number> {
+    const { store, ingress, deliveries, logger, queues } = this.deps;
+    if (queues.connection.status !== "ready") return 0;
+    let count = 0;
+    try {
+      const pending = await store.listPendingInbox(10_000);
+      for (const row of pending) {
+        if (!(await ingress.enqueue(row.session_id, row.id))) return count;
+        count++;
+      }
+      const unsent = await store.listUnsentDeliveries(10_000);
+      await deliveries.enqueue(unsent);
+      count += unsent.length;
+      if (count > 0) logger.info({ inbox: pending.length, deliveries: unsent.length }, "reconciler enqueued unfinished work");
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "reconciler pass failed; will retry");
+    }
+    return count;
+  }
+}

@@ -1,0 +1,222 @@
+// Turn workers: a BullMQ job is a wake-up for its session. The turn runs for the HEAD of the
+// session's pending inbox (read under the lease), so per-session order is strict FIFO whatever
+// order jobs are picked in; a job whose row was already consumed completes as a no-op.
+import { Worker, type Job } from "bullmq";
+import type { RedisOptions } from "ioredis";
+import { workerConnection } from "./queues.js";
+import type { Logger } from "pino";
+import { Agent } from "../agent/index.js";
+import type { AgentEvent, ModelProvider } from "../agent/types.js";
+import type { ToolRegistry } from "../agent/index.js";
+import type { ConversationMessage, FlushExtras, InboxRow, SessionStore } from "../state/types.js";
+import type { EventPublisher, InterruptRequest } from "./bus-types.js";
+import { busyModeFor, type GatewayConfig } from "./config.js";
+import type { GatewayMetrics } from "./metrics.js";
+import { TURN_QUEUE, type TurnJobData } from "./queues.js";
+import type { InboundMessage } from "./types.js";
+
+export interface TurnWorkerDeps {
+  config: GatewayConfig;
+  store: SessionStore;
+  provider: ModelProvider;
+  tools?: ToolRegistry;
+  events: EventPublisher;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  redisOptions: RedisOptions;
+  /** Ask running turns on a session to stop (busy mode 'interrupt'). */
+  publishInterrupt: (request: InterruptRequest) => Promise<void>;
+  /** Platforms whose replies go out through the deliveries ledger. */
+  sendingPlatforms: () => Set<string>;
+  dispatchDeliveries: (sessionId: string) => Promise<void>;
+}
+
+interface RunningTurn {
+  agent: Agent;
+  inboxIds: number[];
+}
+
+export class TurnWorkers {
+  private worker: Worker<TurnJobData> | null = null;
+  /** Turns running in this process, by conversation id: interrupts find them here. */
+  private readonly running = new Map<string, Set<RunningTurn>>();
+
+  constructor(private readonly deps: TurnWorkerDeps) {}
+
+  start(): void {
+    const { config, redisOptions } = this.deps;
+    this.worker = new Worker<TurnJobData>(TURN_QUEUE, (job) => this.process(job), {
+      connection: workerConnection(redisOptions),
+      prefix: config.queuePrefix,
+      concurrency: config.workerConcurrency,
+      // A dead worker's job is picked up again quickly; the lease of the dead holder is reaped.
+      lockDuration: 15_000,
+      stalledInterval: 5_000,
+      maxStalledCount: 5,
+    });
+    this.worker.on("error", (err) => this.deps.logger.warn({ err: err.message }, "turn worker error"));
+    this.worker.on("failed", (job, err) => this.deps.logger.warn({ jobId: job?.id, err: err.message }, "turn job failed"));
+  }
+
+  /** Apply an interrupt to the matching turns running in this process. */
+  interruptLocal(request: InterruptRequest): number {
+    const turns = this.running.get(request.sessionId);
+    if (!turns) return 0;
+    let count = 0;
+    for (const turn of turns) {
+      if (request.beforeInboxId !== undefined && !turn.inboxIds.some((id) => id < request.beforeInboxId!)) continue;
+      turn.agent.interrupt(request.text, { hardCancel: request.hard ?? false });
+      count++;
+    }
+    return count;
+  }
+
+  runningCount(): number {
+    let n = 0;
+    for (const turns of this.running.values()) n += turns.size;
+    return n;
+  }
+
+  /** Stop taking jobs; running turns get `graceMs` to finish, then are interrupted. */
+  async stop(graceMs: number): Promise<void> {
+    if (!this.worker) return;
+    const closing = this.worker.close();
+    const deadline = setTimeout(() => {
+      for (const turns of this.running.values()) for (const turn of turns) turn.agent.interrupt("server shutting down", { hardCancel: false });
+    }, graceMs);
+    try {
+      await closing;
+    } finally {
+      clearTimeout(deadline);
+      this.worker = null;
+    }
+  }
+
+  private async process(job: Job<TurnJobData>): Promise<void> {
+    const { store, config, metrics, logger } = this.deps;
+    const conversation = job.data.sessionId;
+    const row = await store.getInboxRow(job.data.inboxId);
+    if (!row || row.status !== "pending") return; // consumed by an earlier turn: no-op
+    const mode = busyModeFor(config, row.platform);
+    if (mode === "interrupt") {
+      await this.deps.publishInterrupt({ sessionId: conversation, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
+    }
+    const tip = await store.resolveResumeSessionId(conversation);
+    const turn: RunningTurn = { agent: null as unknown as Agent, inboxIds: [] };
+    const publish = (kind: string, data: Record<string, unknown>): void => {
+      void this.deps.events.publish(conversation, kind, { ...data, inbox_ids: turn.inboxIds }).catch(() => undefined);
+    };
+    let waitStarted: number | null = null;
+    const agent = new Agent({
+      store,
+      provider: this.deps.provider,
+      sessionId: tip,
+      platform: row.platform,
+      tools: this.deps.tools,
+      systemPrompt: config.systemPrompt,
+      leaseTtlSeconds: config.leaseTtlSeconds,
+      leaseWaitSeconds: config.leaseWaitSeconds,
+      onEvent: (event: AgentEvent) => {
+        if (event.kind === "turn.waiting" && waitStarted === null) {
+          waitStarted = Date.now();
+          metrics.leaseWaits.inc();
+        }
+        if (event.kind === "turn.started" && waitStarted !== null) metrics.leaseWaitSeconds.observe((Date.now() - waitStarted) / 1000);
+        publish(event.kind, { ...event.data, turn_session_id: event.sessionId });
+      },
+    });
+    turn.agent = agent;
+    this.track(conversation, turn);
+    metrics.runningTurns.inc();
+    const started = Date.now();
+    try {
+      // No caller history: the agent reloads the transcript under the lease, never a stale read.
+      const result = await agent.runConversation(null, {
+        admittedInput: async ({ sessionId }: { sessionId: string }) => {
+          const limit = mode === "collect" ? config.collectMaxMessages : 1;
+          const head = await store.pendingInbox(conversation, limit);
+          if (head.length === 0) return null;
+          turn.inboxIds = head.map((r) => r.id);
+          await this.ensureSessionRow(sessionId, head[0]);
+          return {
+            messages: head.map((r) => userMessageOf(r)),
+            finalExtras: ({ status, finalResponse }: { status: "done" | "failed" | "interrupted"; finalResponse: string }) =>
+              this.finalExtras(head, sessionId, status, finalResponse),
+          };
+        },
+      });
+      if (result.skipped) return;
+      const outcome = result.interrupted ? "interrupted" : result.failed ? "failed" : "completed";
+      metrics.turns.inc({ platform: row.platform, outcome });
+      metrics.turnSeconds.observe({ platform: row.platform }, (Date.now() - started) / 1000);
+      if (result.failed && typeof result.error === "string" && result.error.startsWith("session_turn_lease_timeout")) {
+        // Another turn holds the session for very long: try again later; the row stays pending.
+        throw new Error(result.error);
+      }
+      if (turn.inboxIds.length > 0 && (await this.stillPending(turn.inboxIds))) {
+        // The final flush did not land (fenced out, storage error): mark the rows so they are not lost silently.
+        logger.warn({ inboxIds: turn.inboxIds, reason: result.failureReason }, "turn ended without recording its outcome; retrying");
+        throw new Error(`turn for inbox ${turn.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);
+      }
+      if (result.deliveryIds.length > 0) await this.deps.dispatchDeliveries(conversation).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
+    } finally {
+      metrics.runningTurns.dec();
+      this.untrack(conversation, turn);
+    }
+  }
+
+  private async stillPending(ids: number[]): Promise<boolean> {
+    const rows = await Promise.all(ids.map((id) => this.deps.store.getInboxRow(id)));
+    return rows.some((r) => r?.status === "pending");
+  }
+
+  private finalExtras(head: InboxRow[], sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): FlushExtras {
+    const last = head[head.length - 1];
+    const inbound = last.payload as unknown as InboundMessage;
+    const sends = this.deps.sendingPlatforms().has(last.platform) && inbound.replyTarget && finalResponse;
+    return {
+      completeInbox: { ids: head.map((r) => r.id), reply: finalResponse, status },
+      deliveries: sends ? [{ platform: last.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: last.id }] : [],
+    };
+  }
+
+  /** A client-addressed or seeded session gets its row (and seed history) on its first turn. */
+  private async ensureSessionRow(sessionId: string, row: InboxRow): Promise<void> {
+    const { store } = this.deps;
+    if (await store.getSession(sessionId)) return;
+    const inbound = row.payload as unknown as InboundMessage;
+    await store.createSession(sessionId, {
+      source: inbound.platform,
+      sessionKey: inbound.sessionKey,
+      chatId: inbound.chatId,
+      threadId: inbound.threadId,
+      userId: inbound.userId,
+    });
+  }
+
+  private track(conversation: string, turn: RunningTurn): void {
+    let set = this.running.get(conversation);
+    if (!set) this.running.set(conversation, (set = new Set()));
+    set.add(turn);
+  }
+
+  private untrack(conversation: string, turn: RunningTurn): void {
+    const set = this.running.get(conversation);
+    set?.delete(turn);
+    if (set && set.size === 0) this.running.delete(conversation);
+  }
+}
+
+function userMessageOf(row: InboxRow): { text: string; apiText: string | null; timestamp: number; platformMessageId: string; displayKind: string | null; displayMetadata: Record<string, unknown> | null } {
+  const inbound = row.payload as unknown as InboundMessage;
+  return {
+    text: inbound.text,
+    apiText: inbound.apiText ?? null,
+    timestamp: row.received_at,
+    platformMessageId: row.platform_message_id,
+    displayKind: inbound.displayKind ?? null,
+    displayMetadata: inbound.displayMetadata ?? { platform: row.platform, user_id: inbound.userId },
+  };
+}
+
+export type { ConversationMessage };

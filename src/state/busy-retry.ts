@@ -1,0 +1,30 @@
+// better-sqlite3 is synchronous: a long SQLite busy timeout would freeze the event loop while
+// another writer holds the lock. So the connection waits only briefly inside SQLite, and this
+// module retries SQLITE_BUSY / SQLITE_LOCKED asynchronously, with jitter, up to a long deadline.
+import { setTimeout as sleep } from "node:timers/promises";
+
+export function isSqliteBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
+}
+
+/** Exponential backoff from 5 ms to 100 ms, jittered so contending processes spread out. */
+export function busyBackoffMs(attempt: number): number {
+  const base = Math.min(100, 5 * 2 ** Math.min(attempt, 5));
+  return base * (0.5 + Math.random());
+}
+
+/** Run `work` until it does not fail with busy/locked, or rethrow once `deadlineMs` has passed. */
+export async function retryWhileBusy<T>(work: () => T, deadlineMs: number): Promise<T> {
+  const started = performance.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return work();
+    } catch (err) {
+      if (!isSqliteBusy(err)) throw err;
+      const remaining = deadlineMs - (performance.now() - started);
+      if (remaining <= 0) throw err;
+      await sleep(Math.min(busyBackoffMs(attempt), remaining));
+    }
+  }
+}

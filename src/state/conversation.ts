@@ -1,0 +1,126 @@
+// Turns stored message rows into the model-ready transcript, and the optional repair pass.
+import { fromJson } from "./json-columns.js";
+import type { ConversationMessage, MessageRow, Role, ToolCall } from "./types.js";
+
+/**
+ * A messages row as SQLite returns it in raw (array) mode, JSON columns still text. Raw mode skips
+ * one object per row: a 10,000-message transcript reads in roughly half the time.
+ */
+export type StoredMessageTuple = [
+  id: number,
+  role: Role,
+  content: string | null,
+  api_content: string | null,
+  tool_calls: string | null,
+  tool_call_id: string | null,
+  tool_name: string | null,
+  timestamp: number,
+  platform_message_id: string | null,
+  display_kind: string | null,
+  display_metadata: string | null,
+  finish_reason: string | null,
+];
+
+/** The column list matching StoredMessageTuple, in order. */
+export const MESSAGE_TUPLE_COLUMNS =
+  "id, role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp, platform_message_id, display_kind, display_metadata, finish_reason";
+
+export function toMessageRow(sessionId: string, row: StoredMessageTuple): MessageRow {
+  const [id, role, content, apiContent, toolCalls, toolCallId, toolName, timestamp, platformId, displayKind, displayMetadata, finishReason] = row;
+  return {
+    id,
+    session_id: sessionId,
+    role,
+    content,
+    api_content: apiContent,
+    tool_calls: fromJson<ToolCall[]>(toolCalls),
+    tool_call_id: toolCallId,
+    tool_name: toolName,
+    timestamp,
+    platform_message_id: platformId,
+    display_kind: displayKind,
+    display_metadata: fromJson<Record<string, unknown>>(displayMetadata),
+    finish_reason: finishReason,
+  };
+}
+
+/**
+ * role, content and timestamp always; every other field only when set, so the result can go to
+ * a chat model as is. platform_message_id comes back also as message_id.
+ */
+export function toConversationMessage(row: StoredMessageTuple, includeRowId: boolean): ConversationMessage {
+  const [id, role, content, apiContent, toolCalls, toolCallId, toolName, timestamp, platformId, displayKind, displayMetadata, finishReason] = row;
+  const message: ConversationMessage = { role, content, timestamp };
+  if (apiContent !== null) message.api_content = apiContent;
+  if (toolCalls !== null) {
+    const calls = fromJson<ToolCall[]>(toolCalls);
+    if (calls && calls.length > 0) message.tool_calls = calls;
+  }
+  if (toolCallId !== null) message.tool_call_id = toolCallId;
+  if (toolName !== null) message.tool_name = toolName;
+  if (platformId !== null) {
+    message.platform_message_id = platformId;
+    message.message_id = platformId;
+  }
+  if (displayKind !== null) message.display_kind = displayKind;
+  if (displayMetadata !== null) message.display_metadata = fromJson<Record<string, unknown>>(displayMetadata);
+  if (finishReason !== null) message.finish_reason = finishReason;
+  if (includeRowId) message._row_id = id;
+  return message;
+}
+
+function hasText(content: string | null | undefined): boolean {
+  return typeof content === "string" && content.trim().length > 0;
+}
+
+/**
+ * Repairs tool-call pairing so a chat model accepts the transcript. It does exactly this:
+ * - an assistant message's tool results are the `tool` messages right after it; a result whose
+ *   tool_call_id is not among that assistant's calls (or repeats one already answered), and any
+ *   `tool` message not directly after an assistant with tool calls, is dropped;
+ * - a call with no result (a crash mid-tool, usually the end of the transcript) is removed from
+ *   the assistant's tool_calls; an assistant left with no calls and no text is dropped.
+ * Everything else is kept as stored: consecutive user messages are NOT merged, nothing is
+ * reordered, no content is rewritten.
+ */
+export function repairToolPairing(messages: ConversationMessage[]): ConversationMessage[] {
+  const repaired: ConversationMessage[] = [];
+  let index = 0;
+  while (index < messages.length) {
+    const message = messages[index];
+    if (message.role === "tool") {
+      index++; // orphan result: no assistant call directly before its block
+      continue;
+    }
+    const calls = message.role === "assistant" ? message.tool_calls : null;
+    if (!calls || calls.length === 0) {
+      repaired.push(message);
+      index++;
+      continue;
+    }
+    const callIds = new Set(calls.map((call) => call.id));
+    const answered = new Set<string>();
+    const results: ConversationMessage[] = [];
+    let next = index + 1;
+    for (; next < messages.length && messages[next].role === "tool"; next++) {
+      const result = messages[next];
+      const callId = result.tool_call_id;
+      if (!callId || !callIds.has(callId) || answered.has(callId)) continue;
+      answered.add(callId);
+      results.push(result);
+    }
+    const keptCalls = calls.filter((call) => answered.has(call.id));
+    if (keptCalls.length === calls.length) {
+      repaired.push(message);
+    } else if (keptCalls.length > 0) {
+      repaired.push({ ...message, tool_calls: keptCalls });
+    } else if (hasText(message.content)) {
+      const withoutCalls = { ...message };
+      delete withoutCalls.tool_calls;
+      repaired.push(withoutCalls);
+    }
+    repaired.push(...results);
+    index = next;
+  }
+  return repaired;
+}

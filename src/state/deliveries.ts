@@ -1,0 +1,99 @@
+// Outbound ledger: every reply is a row before it is sent; a claim marks the send attempt so a
+// crash between sending and recording is visible as a possible duplicate on the resend.
+import type { Database, Statement } from "better-sqlite3";
+import { fromJson } from "./json-columns.js";
+import type { DeliveryInsert, DeliveryRow } from "./types.js";
+
+interface StoredDeliveryRow extends Omit<DeliveryRow, "target" | "possible_duplicate"> {
+  target: string;
+  possible_duplicate: number;
+}
+
+function toDeliveryRow(row: StoredDeliveryRow): DeliveryRow {
+  return {
+    ...row,
+    target: fromJson<Record<string, unknown>>(row.target) ?? {},
+    possible_duplicate: row.possible_duplicate !== 0,
+  };
+}
+
+export class DeliverySql {
+  private readonly insert: Statement<[Record<string, unknown>], { id: number }>;
+  private readonly selectById: Statement<[number], StoredDeliveryRow>;
+  private readonly claim: Statement<[number, number], StoredDeliveryRow>;
+  private readonly markSent: Statement<[string | null, number, number]>;
+  private readonly markFailed: Statement<[string, string, number, number]>;
+  private readonly selectUnsent: Statement<[number], StoredDeliveryRow>;
+  private readonly selectForSession: Statement<[string], StoredDeliveryRow>;
+
+  constructor(db: Database) {
+    this.insert = db.prepare(
+      `INSERT INTO deliveries (platform, session_id, inbox_id, target, text, status, created_at, updated_at)
+       VALUES (@platform, @session_id, @inbox_id, @target, @text, 'pending', @now, @now)
+       RETURNING id`,
+    );
+    this.selectById = db.prepare("SELECT * FROM deliveries WHERE id = ?");
+    // One statement, so the claim is atomic. SET expressions see the row as it was before the
+    // update: a row that was already 'sending' becomes a possible duplicate.
+    this.claim = db.prepare(
+      `UPDATE deliveries
+          SET possible_duplicate = (possible_duplicate OR status = 'sending'),
+              status = 'sending', attempts = attempts + 1, updated_at = ?
+        WHERE id = ? AND status IN ('pending', 'sending')
+        RETURNING *`,
+    );
+    this.markSent = db.prepare(
+      "UPDATE deliveries SET status = 'sent', platform_message_id = ?, updated_at = ? WHERE id = ?",
+    );
+    // A row already sent stays sent: a late failure report must not resend it.
+    this.markFailed = db.prepare(
+      "UPDATE deliveries SET status = ?, last_error = ?, updated_at = ? WHERE id = ? AND status <> 'sent'",
+    );
+    this.selectUnsent = db.prepare(
+      "SELECT * FROM deliveries WHERE status IN ('pending', 'sending') ORDER BY id LIMIT ?",
+    );
+    this.selectForSession = db.prepare("SELECT * FROM deliveries WHERE session_id = ? ORDER BY id");
+  }
+
+  /** Must run inside a transaction for all-or-nothing. */
+  insertAll(inserts: DeliveryInsert[], now: number): number[] {
+    return inserts.map((insert) => {
+      const row = this.insert.get({
+        platform: insert.platform,
+        session_id: insert.sessionId,
+        inbox_id: insert.inboxId ?? null,
+        target: JSON.stringify(insert.target),
+        text: insert.text,
+        now,
+      });
+      if (!row) throw new Error("delivery insert returned no row");
+      return row.id;
+    });
+  }
+
+  get(id: number): DeliveryRow | null {
+    const row = this.selectById.get(id);
+    return row ? toDeliveryRow(row) : null;
+  }
+
+  claimForSend(id: number, now: number): DeliveryRow | null {
+    const row = this.claim.get(now, id);
+    return row ? toDeliveryRow(row) : null;
+  }
+
+  recordSent(id: number, platformMessageId: string | null, now: number): void {
+    this.markSent.run(platformMessageId, now, id);
+  }
+
+  recordFailure(id: number, error: string, final: boolean, now: number): void {
+    this.markFailed.run(final ? "failed" : "pending", error, now, id);
+  }
+
+  unsent(limit: number): DeliveryRow[] {
+    return this.selectUnsent.all(limit).map(toDeliveryRow);
+  }
+
+  forSession(sessionId: string): DeliveryRow[] {
+    return this.selectForSession.all(sessionId).map(toDeliveryRow);
+  }
+}

@@ -1,0 +1,98 @@
+// Durable ingress: one row per received platform message, unique on (platform, platform_message_id)
+// forever, so a redelivery is recognised however late it comes.
+import type { Database, Statement } from "better-sqlite3";
+import { fromJson } from "./json-columns.js";
+import type { InboxInsert, InboxRow, InboxStatus } from "./types.js";
+
+interface StoredInboxRow extends Omit<InboxRow, "payload"> {
+  payload: string;
+}
+
+const INBOX_STATUSES: InboxStatus[] = ["pending", "done", "failed", "interrupted", "rejected"];
+
+function toInboxRow(row: StoredInboxRow): InboxRow {
+  return { ...row, payload: fromJson<Record<string, unknown>>(row.payload) ?? {} };
+}
+
+export class InboxSql {
+  private readonly insert: Statement<[Record<string, unknown>], StoredInboxRow>;
+  private readonly selectById: Statement<[number], StoredInboxRow>;
+  private readonly selectByKey: Statement<[string, string], StoredInboxRow>;
+  private readonly markEnqueued: Statement<[number, string]>;
+  private readonly selectPendingForSession: Statement<[string, number], StoredInboxRow>;
+  private readonly selectPending: Statement<[number], StoredInboxRow>;
+  private readonly complete: Statement<[string, number, string | null, string | null, string]>;
+  private readonly countByStatus: Statement<[], { status: InboxStatus; n: number }>;
+
+  constructor(db: Database) {
+    this.insert = db.prepare(
+      `INSERT INTO inbox (platform, platform_message_id, session_id, payload, status, received_at, reason, completed_at)
+       VALUES (@platform, @platform_message_id, @session_id, @payload, @status, @received_at, @reason, @completed_at)
+       ON CONFLICT (platform, platform_message_id) DO NOTHING
+       RETURNING *`,
+    );
+    this.selectById = db.prepare("SELECT * FROM inbox WHERE id = ?");
+    this.selectByKey = db.prepare("SELECT * FROM inbox WHERE platform = ? AND platform_message_id = ?");
+    this.markEnqueued = db.prepare("UPDATE inbox SET enqueued_at = ? WHERE id IN (SELECT value FROM json_each(?))");
+    this.selectPendingForSession = db.prepare(
+      "SELECT * FROM inbox WHERE session_id = ? AND status = 'pending' ORDER BY id LIMIT ?",
+    );
+    this.selectPending = db.prepare("SELECT * FROM inbox WHERE status = 'pending' ORDER BY id LIMIT ?");
+    // Only pending rows move: completion is idempotent and a settled row keeps its outcome.
+    this.complete = db.prepare(
+      `UPDATE inbox SET status = ?, completed_at = ?, reply = ?, reason = ?
+        WHERE status = 'pending' AND id IN (SELECT value FROM json_each(?))`,
+    );
+    this.countByStatus = db.prepare("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status");
+  }
+
+  /** Insert unless the platform message exists; a duplicate returns the existing row. */
+  record(insert: InboxInsert, now: number, rejectionReason: string | null): { inserted: boolean; row: InboxRow } {
+    const created = this.insert.get({
+      platform: insert.platform,
+      platform_message_id: insert.platformMessageId,
+      session_id: insert.sessionId,
+      payload: JSON.stringify(insert.payload),
+      status: rejectionReason === null ? "pending" : "rejected",
+      received_at: insert.receivedAt ?? now,
+      reason: rejectionReason,
+      completed_at: rejectionReason === null ? null : now,
+    });
+    if (created) return { inserted: true, row: toInboxRow(created) };
+    const existing = this.selectByKey.get(insert.platform, insert.platformMessageId);
+    if (!existing) throw new Error(`inbox row ${insert.platform}/${insert.platformMessageId} vanished`);
+    return { inserted: false, row: toInboxRow(existing) };
+  }
+
+  get(id: number): InboxRow | null {
+    const row = this.selectById.get(id);
+    return row ? toInboxRow(row) : null;
+  }
+
+  find(platform: string, platformMessageId: string): InboxRow | null {
+    const row = this.selectByKey.get(platform, platformMessageId);
+    return row ? toInboxRow(row) : null;
+  }
+
+  markAsEnqueued(ids: number[], now: number): void {
+    if (ids.length > 0) this.markEnqueued.run(now, JSON.stringify(ids));
+  }
+
+  pendingForSession(sessionId: string, limit: number): InboxRow[] {
+    return this.selectPendingForSession.all(sessionId, limit).map(toInboxRow);
+  }
+
+  allPending(limit: number): InboxRow[] {
+    return this.selectPending.all(limit).map(toInboxRow);
+  }
+
+  completeRows(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null, now: number): void {
+    if (ids.length > 0) this.complete.run(status, now, reply, reason, JSON.stringify(ids));
+  }
+
+  counts(): Record<InboxStatus, number> {
+    const counts = Object.fromEntries(INBOX_STATUSES.map((status) => [status, 0])) as Record<InboxStatus, number>;
+    for (const { status, n } of this.countByStatus.all()) counts[status] = n;
+    return counts;
+  }
+}

@@ -1,0 +1,74 @@
+// The waiting side of turn admission: attempt, and when a live holder or a busy database stands in
+// the way, sleep until a release wakes us (in-process registry or the cross-process notifier),
+// until the current lease would expire, or until the fallback poll comes round. No busy wait.
+import { busyBackoffMs, isSqliteBusy } from "./busy-retry.js";
+import type { ArmedWakeup } from "./lease-wakeups.js";
+import type { LeaseAttempt } from "./lease.js";
+import type { LeaseAcquireOptions } from "./types.js";
+
+/** onWait repeats at most this often while the same wait goes on. */
+export const WAIT_NOTICE_INTERVAL_MS = 15_000;
+
+export interface AdmissionPorts {
+  /** The lease key of the session (may throw SQLITE_BUSY). */
+  resolveKey(): string;
+  /** One admission transaction (may throw SQLITE_BUSY). */
+  attempt(key: string): LeaseAttempt;
+  arm(key: string): ArmedWakeup;
+  /** The store's clock, epoch seconds: lease expiry is measured with it. */
+  nowSeconds(): number;
+  pollIntervalMs: number;
+  /** Throws when the store was closed meanwhile. */
+  assertOpen(): void;
+}
+
+export async function waitForLease(ports: AdmissionPorts, options: LeaseAcquireOptions, waitSeconds: number): Promise<boolean> {
+  const started = performance.now();
+  const waitMs = Math.max(0, waitSeconds * 1000);
+  let lastNoticeMs: number | null = null;
+  let busyStreak = 0;
+  while (true) {
+    ports.assertOpen();
+    if (options.shouldAbort?.()) return false;
+
+    let wakeup: ArmedWakeup | null = null;
+    let outcome: LeaseAttempt | "busy";
+    try {
+      const key = ports.resolveKey();
+      wakeup = ports.arm(key); // armed before the attempt: a release right after it still wakes us
+      outcome = ports.attempt(key);
+    } catch (err) {
+      if (!isSqliteBusy(err)) {
+        wakeup?.dispose();
+        throw err;
+      }
+      outcome = "busy";
+    }
+
+    try {
+      if (outcome !== "busy" && outcome.acquired) return true;
+      const elapsedMs = performance.now() - started;
+      let delayMs: number;
+      if (outcome === "busy") {
+        options.onContended?.();
+        delayMs = busyBackoffMs(busyStreak++);
+      } else {
+        busyStreak = 0;
+        if (lastNoticeMs === null || elapsedMs - lastNoticeMs >= WAIT_NOTICE_INTERVAL_MS) {
+          options.onWait?.(lastNoticeMs === null ? 0 : elapsedMs / 1000);
+          lastNoticeMs = elapsedMs;
+        }
+        // Wake when the current lease runs out (a holder that stopped refreshing), or at the poll.
+        const untilExpiryMs = Math.max(0, (outcome.expiresAt - ports.nowSeconds()) * 1000) + 1;
+        delayMs = Math.min(ports.pollIntervalMs, untilExpiryMs);
+      }
+      const remainingMs = waitMs - elapsedMs;
+      if (remainingMs <= 0) return false;
+      // A busy-path wait without an armed wake-up (the key read itself was busy) is a plain sleep.
+      const sleeper = wakeup ?? { wait: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) };
+      await sleeper.wait(Math.min(delayMs, remainingMs));
+    } finally {
+      wakeup?.dispose();
+    }
+  }
+}

@@ -1,0 +1,112 @@
+// Every SQL statement that reads or writes session_turn_leases lives here: admission, refresh,
+// release and the fence that guards transcript writes. Keys are compression-lineage roots
+// (the caller resolves them); times are epoch seconds from the store's clock.
+import type { Database, Statement } from "better-sqlite3";
+import { TurnLeaseLostError } from "./errors.js";
+import { isHolderProvablyDead } from "./holder.js";
+
+export interface LeaseRow {
+  holder: string;
+  acquired_at: number;
+  expires_at: number;
+}
+
+interface StoredLeaseRow extends LeaseRow {
+  ttl_seconds: number;
+}
+
+export type LeaseAttempt =
+  | { acquired: true }
+  | { acquired: false; holder: string; expiresAt: number };
+
+export class LeaseSql {
+  private readonly selectRow: Statement<[string], StoredLeaseRow>;
+  private readonly deleteRow: Statement<[string]>;
+  private readonly insertRow: Statement<[string, string, number, number, number]>;
+  private readonly extendRow: Statement<[number, number, string, string]>;
+  private readonly refreshRow: Statement<[number, number | null, number | null, string, string]>;
+  private readonly renewRow: Statement<[number, string, string]>;
+  private readonly deleteOwnRow: Statement<[string, string]>;
+  private readonly acquireTransaction: (key: string, holder: string, ttlSeconds: number, now: number) => LeaseAttempt;
+
+  constructor(
+    private readonly db: Database,
+    private readonly thisHost: string,
+  ) {
+    this.selectRow = db.prepare(
+      "SELECT holder, acquired_at, expires_at, ttl_seconds FROM session_turn_leases WHERE conversation_id = ?",
+    );
+    this.deleteRow = db.prepare("DELETE FROM session_turn_leases WHERE conversation_id = ?");
+    this.insertRow = db.prepare(
+      "INSERT INTO session_turn_leases (conversation_id, holder, acquired_at, expires_at, ttl_seconds) VALUES (?, ?, ?, ?, ?)",
+    );
+    this.extendRow = db.prepare(
+      "UPDATE session_turn_leases SET expires_at = ?, ttl_seconds = ? WHERE conversation_id = ? AND holder = ?",
+    );
+    // ttl NULL keeps the TTL the holder acquired with.
+    this.refreshRow = db.prepare(
+      `UPDATE session_turn_leases
+          SET expires_at = ? + COALESCE(?, ttl_seconds), ttl_seconds = COALESCE(?, ttl_seconds)
+        WHERE conversation_id = ? AND holder = ?`,
+    );
+    this.renewRow = db.prepare(
+      "UPDATE session_turn_leases SET expires_at = ? + ttl_seconds WHERE conversation_id = ? AND holder = ?",
+    );
+    this.deleteOwnRow = db.prepare("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?");
+
+    const acquire = db.transaction((key: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt => {
+      let row = this.selectRow.get(key);
+      if (row && row.holder !== holder && (row.expires_at <= now || isHolderProvablyDead(row.holder, this.thisHost))) {
+        this.deleteRow.run(key);
+        row = undefined;
+      }
+      if (!row) {
+        this.insertRow.run(key, holder, now, now + ttlSeconds, ttlSeconds);
+        return { acquired: true };
+      }
+      if (row.holder === holder) {
+        // Re-acquire by the same holder: still ours, with a fresh expiry.
+        this.extendRow.run(now + ttlSeconds, ttlSeconds, key, holder);
+        return { acquired: true };
+      }
+      return { acquired: false, holder: row.holder, expiresAt: row.expires_at };
+    });
+    this.acquireTransaction = (key, holder, ttlSeconds, now) => acquire.immediate(key, holder, ttlSeconds, now);
+  }
+
+  /**
+   * One BEGIN IMMEDIATE transaction: drop an expired row or one whose holder is provably dead on
+   * this host, insert ours if absent; acquired iff the row is ours afterwards.
+   */
+  tryAcquire(key: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt {
+    return this.acquireTransaction(key, holder, ttlSeconds, now);
+  }
+
+  /** Extends expiry when `holder` owns the row (even if it ran out and nobody took it); else false. */
+  refresh(key: string, holder: string, ttlSeconds: number | undefined, now: number): boolean {
+    const ttl = ttlSeconds ?? null;
+    return this.refreshRow.run(now, ttl, ttl, key, holder).changes > 0;
+  }
+
+  /** Deletes the row only when `holder` owns it. True when a row was deleted. */
+  release(key: string, holder: string): boolean {
+    return this.deleteOwnRow.run(key, holder).changes > 0;
+  }
+
+  get(key: string): LeaseRow | null {
+    const row = this.selectRow.get(key);
+    return row ? { holder: row.holder, acquired_at: row.acquired_at, expires_at: row.expires_at } : null;
+  }
+
+  /**
+   * The fence. Call inside the write transaction, before the guarded writes: a missing row or
+   * another holder throws TurnLeaseLostError (the transaction rolls back, nothing is written);
+   * our own expired row is renewed, since nobody else took it.
+   */
+  assertHeld(key: string, holder: string, now: number): void {
+    if (!this.db.inTransaction) throw new Error("the lease fence must run inside the write transaction");
+    const row = this.selectRow.get(key);
+    if (!row || row.holder !== holder) throw new TurnLeaseLostError(key, holder, row?.holder ?? null);
+    if (row.expires_at <= now) this.renewRow.run(now, key, holder);
+  }
+}

@@ -1,0 +1,345 @@
+// SessionDB: the SQLite implementation of SessionStore. Each method is one short synchronous
+// SQLite call wrapped in an asynchronous busy retry, so a lock held by another process delays
+// callers without freezing the event loop. Lease/fence SQL lives in lease.ts.
+import { hostname as osHostname } from "node:os";
+import type { Database } from "better-sqlite3";
+import { retryWhileBusy } from "./busy-retry.js";
+import { repairToolPairing, toConversationMessage, toMessageRow } from "./conversation.js";
+import { DeliverySql } from "./deliveries.js";
+import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
+import { InboxSql } from "./inbox.js";
+import { waitForLease } from "./lease-admission.js";
+import { armWakeup, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
+import { LeaseSql } from "./lease.js";
+import { MessageSql } from "./messages.js";
+import { openDatabase } from "./open-database.js";
+import { SessionSql } from "./sessions.js";
+import type {
+  AppendBatchOptions,
+  ConversationMessage,
+  ConversationReadOptions,
+  CreateSessionInput,
+  DeliveryInsert,
+  DeliveryRow,
+  FlushResult,
+  InboxInsert,
+  InboxRow,
+  InboxStatus,
+  LeaseAcquireOptions,
+  LeaseReleaseNotifier,
+  MessageRow,
+  SessionRow,
+  SessionStore,
+  SessionSummary,
+} from "./types.js";
+
+export interface SessionDBOptions {
+  /** Cross-process release wake-ups (the gateway wires Redis pub/sub here). */
+  notifier?: LeaseReleaseNotifier;
+  /** How long SQLite itself may block on a lock before the async retry takes over. Default 25 ms. */
+  busyTimeoutMs?: number;
+  /** Fallback poll while waiting for a lease, when no wake-up comes. Default 250 ms. */
+  pollIntervalMs?: number;
+  /** This machine's name as holders carry it (host=...): only holders on this host are reaped early. */
+  hostname?: string;
+  /** Lease TTL when a call gives none. Default 120 s. */
+  defaultTtlSeconds?: number;
+  /** How long acquireSessionTurnLease waits when a call gives no waitSeconds. Default 600 s. */
+  defaultWaitSeconds?: number;
+  /** How long a call keeps retrying a busy/locked database before failing. Default 30 s. */
+  busyRetryDeadlineMs?: number;
+  /** The clock, in epoch seconds (tests control lease expiry with it). Default: wall clock. */
+  now?: () => number;
+}
+
+const DEFAULTS = {
+  busyTimeoutMs: 25,
+  pollIntervalMs: 250,
+  defaultTtlSeconds: 120,
+  defaultWaitSeconds: 600,
+  busyRetryDeadlineMs: 30_000,
+};
+
+function positiveSeconds(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of seconds`);
+  return value;
+}
+
+export class SessionDB implements SessionStore {
+  private readonly db: Database;
+  private readonly fileKey: string;
+  private readonly sessions: SessionSql;
+  private readonly messages: MessageSql;
+  private readonly leases: LeaseSql;
+  private readonly inbox: InboxSql;
+  private readonly deliveries: DeliverySql;
+  private readonly notifier: LeaseReleaseNotifier | null;
+  private readonly unsubscribeNotifier: (() => void) | null;
+  private readonly pollIntervalMs: number;
+  private readonly defaultTtlSeconds: number;
+  private readonly defaultWaitSeconds: number;
+  private readonly busyRetryDeadlineMs: number;
+  private readonly clock: () => number;
+  private readonly flushTransaction: (sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions) => FlushResult;
+  private readonly ensureForKeyTransaction: (sessionKey: string, newId: string, input: CreateSessionInput) => SessionRow;
+  private readonly createDeliveriesTransaction: (inserts: DeliveryInsert[]) => number[];
+  private readonly activeWakeups = new Set<ArmedWakeup>();
+  private closed = false;
+
+  constructor(path: string, options: SessionDBOptions = {}) {
+    const opened = openDatabase(path, options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs);
+    this.db = opened.db;
+    this.fileKey = opened.fileKey;
+    this.pollIntervalMs = options.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
+    this.defaultTtlSeconds = options.defaultTtlSeconds ?? DEFAULTS.defaultTtlSeconds;
+    this.defaultWaitSeconds = options.defaultWaitSeconds ?? DEFAULTS.defaultWaitSeconds;
+    this.busyRetryDeadlineMs = options.busyRetryDeadlineMs ?? DEFAULTS.busyRetryDeadlineMs;
+    this.clock = options.now ?? (() => Date.now() / 1000);
+
+    this.sessions = new SessionSql(this.db);
+    this.messages = new MessageSql(this.db);
+    this.leases = new LeaseSql(this.db, options.hostname ?? osHostname());
+    this.inbox = new InboxSql(this.db);
+    this.deliveries = new DeliverySql(this.db);
+
+    const flush = this.db.transaction((sessionId: string, messages: ConversationMessage[], batch: AppendBatchOptions): FlushResult => {
+      const now = this.clock();
+      const holder = batch.turnLeaseHolder;
+      if (holder !== undefined && holder !== null) this.leases.assertHeld(this.sessions.lineageRoot(sessionId), holder, now);
+      if (messages.length > 0 && !this.sessions.has(sessionId)) throw new UnknownSessionError(sessionId);
+      const messageIds = this.messages.insertAll(sessionId, messages, now);
+      const completion = batch.extras?.completeInbox;
+      if (completion) this.inbox.completeRows(completion.ids, completion.status ?? "done", completion.reply, null, now);
+      const deliveryIds = batch.extras?.deliveries ? this.deliveries.insertAll(batch.extras.deliveries, now) : [];
+      return { messageIds, deliveryIds };
+    });
+    this.flushTransaction = (sessionId, messages, batch) => flush.immediate(sessionId, messages, batch);
+    const ensure = this.db.transaction((sessionKey: string, newId: string, input: CreateSessionInput) =>
+      this.sessions.ensureForKey(sessionKey, newId, input, this.clock()),
+    );
+    this.ensureForKeyTransaction = (sessionKey, newId, input) => ensure.immediate(sessionKey, newId, input);
+    const createDeliveries = this.db.transaction((inserts: DeliveryInsert[]) => this.deliveries.insertAll(inserts, this.clock()));
+    this.createDeliveriesTransaction = (inserts) => createDeliveries.immediate(inserts);
+
+    this.notifier = options.notifier ?? null;
+    this.unsubscribeNotifier =
+      this.notifier?.onRelease((conversationId) => wakeLocalWaiters(this.fileKey, conversationId)) ?? null;
+  }
+
+  // ---- plumbing ----
+
+  private assertOpen(): void {
+    if (this.closed) throw new SessionDBClosedError();
+  }
+
+  private run<T>(work: () => T): Promise<T> {
+    return retryWhileBusy(() => {
+      this.assertOpen();
+      return work();
+    }, this.busyRetryDeadlineMs);
+  }
+
+  private armTracked(key: string): ArmedWakeup {
+    const armed = armWakeup(this.fileKey, key);
+    this.activeWakeups.add(armed);
+    return {
+      wait: (ms) => armed.wait(ms),
+      wake: () => armed.wake(),
+      dispose: () => {
+        this.activeWakeups.delete(armed);
+        armed.dispose();
+      },
+    };
+  }
+
+  // ---- sessions ----
+
+  async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
+    return this.run(() => this.sessions.create(id, input, this.clock()));
+  }
+
+  async getSession(id: string): Promise<SessionRow | null> {
+    return this.run(() => this.sessions.get(id));
+  }
+
+  async endSession(id: string, reason: string): Promise<void> {
+    return this.run(() => this.sessions.endSession(id, reason, this.clock()));
+  }
+
+  /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
+  async listSessions(options: { limit?: number } = {}): Promise<SessionSummary[]> {
+    return this.run(() => this.sessions.listRecent(options.limit ?? 100));
+  }
+
+  async ensureSessionForKey(sessionKey: string, newId: string, input: CreateSessionInput): Promise<SessionRow> {
+    return this.run(() => this.ensureForKeyTransaction(sessionKey, newId, input));
+  }
+
+  async resolveResumeSessionId(sessionId: string): Promise<string> {
+    return this.run(() => this.sessions.compressionTip(sessionId));
+  }
+
+  async conversationRootId(sessionId: string): Promise<string> {
+    return this.run(() => this.sessions.lineageRoot(sessionId));
+  }
+
+  // ---- messages ----
+
+  async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
+    const { messageIds } = await this.flushTurn(sessionId, [message]);
+    return messageIds[0];
+  }
+
+  async appendMessagesBatch(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<number[]> {
+    return (await this.flushTurn(sessionId, messages, options)).messageIds;
+  }
+
+  /** The fenced flush: lease check, inserts, inbox completion and deliveries in one transaction. */
+  async flushTurn(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<FlushResult> {
+    return this.run(() => this.flushTransaction(sessionId, messages, options));
+  }
+
+  async getMessages(sessionId: string): Promise<MessageRow[]> {
+    return this.run(() => this.messages.rows(sessionId).map((row) => toMessageRow(sessionId, row)));
+  }
+
+  /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
+  async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
+    return this.run(() => {
+      const includeRowIds = options.includeRowIds === true;
+      const transcript = this.messages.rows(sessionId).map((row) => toConversationMessage(row, includeRowIds));
+      return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+    });
+  }
+
+  async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
+    return this.run(() => this.messages.hasPlatformMessageId(sessionId, platformMessageId));
+  }
+
+  // ---- turn lease ----
+
+  async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    return this.run(() => this.leases.tryAcquire(this.sessions.lineageRoot(sessionId), holder, ttl, this.clock()).acquired);
+  }
+
+  async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    return waitForLease(
+      {
+        resolveKey: () => this.sessions.lineageRoot(sessionId),
+        attempt: (key) => this.leases.tryAcquire(key, holder, ttl, this.clock()),
+        arm: (key) => this.armTracked(key),
+        nowSeconds: this.clock,
+        pollIntervalMs: this.pollIntervalMs,
+        assertOpen: () => this.assertOpen(),
+      },
+      options,
+      options.waitSeconds ?? this.defaultWaitSeconds,
+    );
+  }
+
+  async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
+    const ttl = options.ttlSeconds === undefined ? undefined : positiveSeconds(options.ttlSeconds, "ttlSeconds");
+    return this.run(() => this.leases.refresh(this.sessions.lineageRoot(sessionId), holder, ttl, this.clock()));
+  }
+
+  async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
+    const { key, released } = await this.run(() => {
+      const root = this.sessions.lineageRoot(sessionId);
+      return { key: root, released: this.leases.release(root, holder) };
+    });
+    if (!released) return;
+    wakeLocalWaiters(this.fileKey, key);
+    try {
+      this.notifier?.publishRelease(key);
+    } catch {
+      // Other processes fall back to their poll; the release itself is done.
+    }
+  }
+
+  async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
+    return this.run(() => this.leases.get(this.sessions.lineageRoot(sessionId)));
+  }
+
+  // ---- inbox ----
+
+  async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
+    return this.run(() => this.inbox.record(insert, this.clock(), null));
+  }
+
+  /** A duplicate of a message already recorded returns the existing row unchanged. */
+  async recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow> {
+    return this.run(() => this.inbox.record(insert, this.clock(), reason).row);
+  }
+
+  async getInboxRow(id: number): Promise<InboxRow | null> {
+    return this.run(() => this.inbox.get(id));
+  }
+
+  async findInboxRow(platform: string, platformMessageId: string): Promise<InboxRow | null> {
+    return this.run(() => this.inbox.find(platform, platformMessageId));
+  }
+
+  async markInboxEnqueued(ids: number[]): Promise<void> {
+    return this.run(() => this.inbox.markAsEnqueued(ids, this.clock()));
+  }
+
+  async pendingInbox(sessionId: string, limit = 100): Promise<InboxRow[]> {
+    return this.run(() => this.inbox.pendingForSession(sessionId, limit));
+  }
+
+  async listPendingInbox(limit = 1000): Promise<InboxRow[]> {
+    return this.run(() => this.inbox.allPending(limit));
+  }
+
+  /** Only pending rows change: completing a settled row again is a no-op. */
+  async completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null = null): Promise<void> {
+    return this.run(() => this.inbox.completeRows(ids, status, reply, reason, this.clock()));
+  }
+
+  async inboxCounts(): Promise<Record<InboxStatus, number>> {
+    return this.run(() => this.inbox.counts());
+  }
+
+  // ---- deliveries ----
+
+  async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
+    return this.run(() => this.createDeliveriesTransaction(inserts));
+  }
+
+  async getDelivery(id: number): Promise<DeliveryRow | null> {
+    return this.run(() => this.deliveries.get(id));
+  }
+
+  async claimDelivery(id: number): Promise<DeliveryRow | null> {
+    return this.run(() => this.deliveries.claimForSend(id, this.clock()));
+  }
+
+  async markDeliverySent(id: number, platformMessageId: string | null): Promise<void> {
+    return this.run(() => this.deliveries.recordSent(id, platformMessageId, this.clock()));
+  }
+
+  async markDeliveryFailed(id: number, error: string, final: boolean): Promise<void> {
+    return this.run(() => this.deliveries.recordFailure(id, error, final, this.clock()));
+  }
+
+  async listUnsentDeliveries(limit = 1000): Promise<DeliveryRow[]> {
+    return this.run(() => this.deliveries.unsent(limit));
+  }
+
+  async deliveriesForSession(sessionId: string): Promise<DeliveryRow[]> {
+    return this.run(() => this.deliveries.forSession(sessionId));
+  }
+
+  // ---- lifecycle ----
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribeNotifier?.();
+    // Waiters wake, see the closed store and reject instead of hanging on their timers.
+    for (const wakeup of [...this.activeWakeups]) wakeup.wake();
+    this.db.close();
+  }
+}

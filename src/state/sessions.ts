@@ -1,0 +1,142 @@
+// Session rows and the compression lineage: a compressed session ends with end_reason
+// 'compression' and its continuation names it as parent. The lineage root is the lease key;
+// the live tip is where a resumed conversation continues.
+import type { Database, Statement } from "better-sqlite3";
+import type { CreateSessionInput, SessionRow, SessionSummary } from "./types.js";
+
+export const COMPRESSION_END_REASON = "compression";
+
+/** Guards against a corrupt parent cycle. */
+const MAX_LINEAGE_DEPTH = 10_000;
+
+interface ParentLink {
+  parent_session_id: string | null;
+}
+
+interface ParentState {
+  end_reason: string | null;
+}
+
+export class SessionSql {
+  private readonly insert: Statement<[Record<string, unknown>]>;
+  private readonly selectOne: Statement<[string], SessionRow>;
+  private readonly selectParent: Statement<[string], ParentLink>;
+  private readonly selectEndReason: Statement<[string], ParentState>;
+  private readonly selectCompressionChild: Statement<[string], { id: string }>;
+  private readonly end: Statement<[number, string, string]>;
+  private readonly list: Statement<[number], SessionSummary>;
+  private readonly selectLiveForKey: Statement<[string], SessionRow>;
+  private readonly selectCompressedForKey: Statement<[string], { id: string }>;
+  private readonly exists: Statement<[string], { one: number }>;
+
+  constructor(db: Database) {
+    this.insert = db.prepare(
+      `INSERT INTO sessions (id, source, session_key, chat_id, thread_id, user_id, parent_session_id, started_at, title, model)
+       VALUES (@id, @source, @session_key, @chat_id, @thread_id, @user_id, @parent_session_id, @started_at, @title, @model)
+       ON CONFLICT (id) DO NOTHING`,
+    );
+    this.selectOne = db.prepare("SELECT * FROM sessions WHERE id = ?");
+    this.selectParent = db.prepare("SELECT parent_session_id FROM sessions WHERE id = ?");
+    this.selectEndReason = db.prepare("SELECT end_reason FROM sessions WHERE id = ?");
+    this.selectCompressionChild = db.prepare(
+      `SELECT child.id FROM sessions child
+         JOIN sessions parent ON parent.id = child.parent_session_id
+        WHERE child.parent_session_id = ? AND parent.end_reason = '${COMPRESSION_END_REASON}'
+        ORDER BY child.started_at DESC, child.rowid DESC LIMIT 1`,
+    );
+    this.end = db.prepare("UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL");
+    // last_activity: the newest message by row id (an index lookup per session, not a scan).
+    this.list = db.prepare(
+      `SELECT s.*, (SELECT m.timestamp FROM messages m WHERE m.session_id = s.id ORDER BY m.id DESC LIMIT 1) AS last_activity
+         FROM sessions s
+        ORDER BY COALESCE(last_activity, s.started_at) DESC, s.rowid DESC
+        LIMIT ?`,
+    );
+    this.selectLiveForKey = db.prepare(
+      "SELECT * FROM sessions WHERE session_key = ? AND ended_at IS NULL ORDER BY started_at DESC, rowid DESC LIMIT 1",
+    );
+    this.selectCompressedForKey = db.prepare(
+      `SELECT id FROM sessions WHERE session_key = ? AND end_reason = '${COMPRESSION_END_REASON}'
+        ORDER BY started_at DESC, rowid DESC LIMIT 1`,
+    );
+    this.exists = db.prepare("SELECT 1 AS one FROM sessions WHERE id = ?");
+  }
+
+  /** Idempotent: a second create of an existing id returns the existing row unchanged. */
+  create(id: string, input: CreateSessionInput, now: number): SessionRow {
+    this.insert.run({
+      id,
+      source: input.source,
+      session_key: input.sessionKey ?? null,
+      chat_id: input.chatId ?? null,
+      thread_id: input.threadId ?? null,
+      user_id: input.userId ?? null,
+      parent_session_id: input.parentSessionId ?? null,
+      started_at: input.startedAt ?? now,
+      title: input.title ?? null,
+      model: input.model ?? null,
+    });
+    const row = this.selectOne.get(id);
+    if (!row) throw new Error(`session ${id} vanished right after it was created`);
+    return row;
+  }
+
+  get(id: string): SessionRow | null {
+    return this.selectOne.get(id) ?? null;
+  }
+
+  has(id: string): boolean {
+    return this.exists.get(id) !== undefined;
+  }
+
+  endSession(id: string, reason: string, now: number): void {
+    this.end.run(now, reason, id);
+  }
+
+  /**
+   * The live session of a routing key: an open session with that key, else the open tip of a
+   * compressed one, else a new session named `newId`. Run it inside a write transaction so two
+   * first messages racing on one key get one session.
+   */
+  ensureForKey(sessionKey: string, newId: string, input: CreateSessionInput, now: number): SessionRow {
+    const live = this.selectLiveForKey.get(sessionKey);
+    if (live) return live;
+    const compressed = this.selectCompressedForKey.get(sessionKey)?.id;
+    if (compressed) {
+      const tip = this.get(this.compressionTip(compressed));
+      if (tip && tip.ended_at === null) return tip;
+    }
+    return this.create(newId, { ...input, sessionKey }, now);
+  }
+
+  listRecent(limit: number): SessionSummary[] {
+    return this.list.all(limit);
+  }
+
+  /** Walk parent_session_id up while the parent ended with 'compression'. No row: the id itself. */
+  lineageRoot(id: string): string {
+    let current = id;
+    const seen = new Set<string>([current]);
+    for (let depth = 0; depth < MAX_LINEAGE_DEPTH; depth++) {
+      const parentId = this.selectParent.get(current)?.parent_session_id;
+      if (!parentId || seen.has(parentId)) return current;
+      if (this.selectEndReason.get(parentId)?.end_reason !== COMPRESSION_END_REASON) return current;
+      seen.add(parentId);
+      current = parentId;
+    }
+    return current;
+  }
+
+  /** Follow compression children down to the live tip (the newest child at each step). */
+  compressionTip(id: string): string {
+    let current = id;
+    const seen = new Set<string>([current]);
+    for (let depth = 0; depth < MAX_LINEAGE_DEPTH; depth++) {
+      const child = this.selectCompressionChild.get(current)?.id;
+      if (!child || seen.has(child)) return current;
+      seen.add(child);
+      current = child;
+    }
+    return current;
+  }
+}

@@ -1,0 +1,53 @@
+import { generateKeyPairSync } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { adaptersConfigFromEnv, createAdapters } from "../../src/adapters/index.js";
+import { silentLogger } from "./support/http.js";
+
+const deps = { logger: silentLogger, bodyLimitBytes: 1024 * 1024 };
+
+function publicKeyHex(): string {
+  const jwk = generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" });
+  return Buffer.from(jwk.x as string, "base64url").toString("hex");
+}
+
+describe("createAdapters", () => {
+  it("builds nothing without configuration", () => {
+    expect(createAdapters(adaptersConfigFromEnv({}), deps)).toEqual([]);
+  });
+
+  it("needs both the Slack secret and token", () => {
+    expect(createAdapters(adaptersConfigFromEnv({ SLACK_SIGNING_SECRET: "s" }), deps)).toEqual([]);
+    const config = adaptersConfigFromEnv({ SLACK_SIGNING_SECRET: "s", SLACK_BOT_TOKEN: "xoxb-1" });
+    expect(config.slack?.apiUrl).toBeUndefined();
+    expect(createAdapters(config, deps).map((a) => a.platform)).toEqual(["slack"]);
+  });
+
+  it("enables Discord with a public key (routes) or a bot token (gateway client)", () => {
+    const withKey = createAdapters(adaptersConfigFromEnv({ DISCORD_PUBLIC_KEY: publicKeyHex() }), deps);
+    expect(withKey.map((a) => a.platform)).toEqual(["discord"]);
+    expect(withKey[0].routes).toBeTypeOf("function");
+    expect(withKey[0].start).toBeUndefined();
+    const withToken = createAdapters(adaptersConfigFromEnv({ DISCORD_BOT_TOKEN: "t" }), deps);
+    expect(withToken[0].routes).toBeUndefined();
+    expect(withToken[0].start).toBeTypeOf("function");
+  });
+
+  it("refuses a malformed Discord public key at start-up", () => {
+    expect(() => createAdapters(adaptersConfigFromEnv({ DISCORD_PUBLIC_KEY: "abc" }), deps)).toThrow(/DISCORD_PUBLIC_KEY/);
+  });
+
+  it("enables webhooks when routes exist, and all three together", () => {
+    const env = {
+      SLACK_SIGNING_SECRET: "s",
+      SLACK_BOT_TOKEN: "xoxb-1",
+      DISCORD_PUBLIC_KEY: publicKeyHex(),
+      DISCORD_API_URL: "http://127.0.0.1:1/api/v10",
+    };
+    const adapters = createAdapters(
+      adaptersConfigFromEnv(env, { ci: { secret: "x", style: "github", reply: "sync" } }),
+      deps,
+    );
+    expect(adapters.map((a) => a.platform)).toEqual(["slack", "discord", "webhook"]);
+    expect(createAdapters({ webhooks: {} }, deps)).toEqual([]);
+  });
+});

@@ -1,0 +1,166 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ThrottledEditor, type MessageSink } from "../../src/adapters/shared/throttled-editor.js";
+import { createSlackAdapter, createSlackStreamingReply } from "../../src/adapters/slack/index.js";
+import { RateLimitedError } from "../../src/gateway/types.js";
+import { FakeSlack } from "../support/fake-slack.js";
+import { silentLogger } from "./support/http.js";
+
+interface SinkCall {
+  kind: "post" | "edit";
+  text: string;
+  at: number;
+}
+
+function recordingSink(options: { postDelayMs?: number; failEditsWith?: () => Error | null } = {}) {
+  const calls: SinkCall[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const track = async <T>(work: () => Promise<T>): Promise<T> => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    try {
+      return await work();
+    } finally {
+      inFlight--;
+    }
+  };
+  const sink: MessageSink = {
+    post: (text) =>
+      track(async () => {
+        calls.push({ kind: "post", text, at: Date.now() });
+        if (options.postDelayMs) await new Promise((r) => setTimeout(r, options.postDelayMs));
+        return "m1";
+      }),
+    edit: (_id, text) =>
+      track(async () => {
+        calls.push({ kind: "edit", text, at: Date.now() });
+        const error = options.failEditsWith?.();
+        if (error) throw error;
+      }),
+  };
+  return { sink, calls, maxInFlight: () => maxInFlight };
+}
+
+describe("ThrottledEditor", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("posts once, then edits at most once per interval, and finishes with the full text", async () => {
+    vi.useFakeTimers();
+    const { sink, calls, maxInFlight } = recordingSink();
+    const editor = new ThrottledEditor(sink, { intervalMs: 1000 });
+    let full = "";
+    for (let i = 0; i < 50; i++) {
+      const delta = `w${i} `;
+      full += delta;
+      editor.push(delta);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    const posts = calls.filter((c) => c.kind === "post");
+    const edits = calls.filter((c) => c.kind === "edit");
+    expect(posts).toHaveLength(1);
+    expect(posts[0].text).toBe("w0 ");
+    // 5 s of streaming at one edit per second.
+    expect(edits.length).toBeGreaterThanOrEqual(3);
+    expect(edits.length).toBeLessThanOrEqual(5);
+    const times = calls.map((c) => c.at);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(1000);
+
+    const done = await editor.finish();
+    expect(done).toEqual({ messageId: "m1", text: full });
+    expect(calls.at(-1)).toMatchObject({ kind: "edit", text: full });
+    expect(calls.filter((c) => c.kind === "post")).toHaveLength(1);
+    expect(maxInFlight()).toBe(1);
+  });
+
+  it("never posts twice while the first post is slow, and never sends two requests at once", async () => {
+    vi.useFakeTimers();
+    const { sink, calls, maxInFlight } = recordingSink({ postDelayMs: 2500 });
+    const editor = new ThrottledEditor(sink, { intervalMs: 500 });
+    for (let i = 0; i < 20; i++) {
+      editor.push("x");
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(calls.filter((c) => c.kind === "post")).toHaveLength(1);
+    expect(calls.filter((c) => c.kind === "edit").at(-1)?.text).toBe("x".repeat(20));
+    expect(maxInFlight()).toBe(1);
+    await editor.finish();
+    expect(calls.filter((c) => c.kind === "edit")).toHaveLength(1); // nothing new to show
+  });
+
+  it("waits out a rate limit before the next preview edit", async () => {
+    vi.useFakeTimers();
+    let fail = true;
+    const { sink, calls } = recordingSink({
+      failEditsWith: () => (fail ? ((fail = false), new RateLimitedError(5000)) : null),
+    });
+    const errors: unknown[] = [];
+    const editor = new ThrottledEditor(sink, { intervalMs: 100, onPreviewError: (e) => errors.push(e) });
+    editor.push("a");
+    await vi.advanceTimersByTimeAsync(0);
+    editor.push("b");
+    await vi.advanceTimersByTimeAsync(150); // edit -> 429
+    expect(errors).toHaveLength(1);
+    editor.push("c");
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(calls.filter((c) => c.kind === "edit")).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(calls.filter((c) => c.kind === "edit").map((c) => c.text)).toEqual(["ab", "abc"]);
+    await editor.finish();
+  });
+
+  it("cuts previews at maxPreviewLength and close() leaves the final text to the caller", async () => {
+    vi.useFakeTimers();
+    const { sink, calls } = recordingSink();
+    const editor = new ThrottledEditor(sink, { intervalMs: 100, maxPreviewLength: 10 });
+    editor.push("0123456789abcdef");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls[0].text).toBe("012345678…");
+    const closed = await editor.close();
+    expect(closed).toEqual({ messageId: "m1", text: "0123456789abcdef" });
+    expect(() => editor.push("more")).toThrow();
+  });
+
+  it("posts the final text once when nothing was streamed before finish()", async () => {
+    const { sink, calls } = recordingSink();
+    const editor = new ThrottledEditor(sink, { intervalMs: 1000 });
+    await expect(editor.finish("whole answer")).resolves.toEqual({ messageId: "m1", text: "whole answer" });
+    expect(calls).toEqual([expect.objectContaining({ kind: "post", text: "whole answer" })]);
+  });
+});
+
+describe("Slack streaming reply", () => {
+  it("streams into one Slack message with throttled chat.update calls (real timers, fake Slack)", async () => {
+    const token = "xoxb-stream-test";
+    const fake = await FakeSlack.start({ botToken: token });
+    try {
+      const adapter = createSlackAdapter(
+        { signingSecret: "s", botToken: token, apiUrl: fake.url, botUserId: "U0BOT000001" },
+        { logger: silentLogger, bodyLimitBytes: 1024 },
+      );
+      const target = { team: "T1", channel: "C1", thread_ts: "1718900000.000100" };
+      const editor = createSlackStreamingReply(adapter, target, { intervalMs: 100 });
+      let full = "";
+      const started = Date.now();
+      for (let i = 0; i < 40; i++) {
+        full += `token${i} `;
+        editor.push(`token${i} `);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const elapsed = Date.now() - started;
+      const done = await editor.finish();
+      expect(fake.callsTo("chat.postMessage")).toHaveLength(1);
+      const updates = fake.callsTo("chat.update");
+      expect(updates.length).toBeGreaterThanOrEqual(1);
+      expect(updates.length).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 1);
+      const [message] = fake.messagesIn("C1");
+      expect(message.text).toBe(full);
+      expect(message.thread_ts).toBe("1718900000.000100");
+      expect(done.messageId).toBe(message.ts);
+    } finally {
+      await fake.close();
+    }
+  });
+});

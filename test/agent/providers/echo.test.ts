@@ -1,0 +1,115 @@
+// The offline echo model: deterministic replies, word-sized streaming, abort, tool directives.
+import { describe, expect, it } from "vitest";
+import { EchoProvider, wordChunks } from "../../../src/agent/providers/echo.js";
+import { parseToolDirectives } from "../../../src/agent/providers/echo-directive.js";
+import { isAbortError } from "../../../src/agent/providers/errors.js";
+import type { ModelMessage } from "../../../src/agent/types.js";
+
+const live = (): AbortSignal => new AbortController().signal;
+
+describe("EchoProvider", () => {
+  it("answers with the last user message, the same way every time", async () => {
+    const echo = new EchoProvider();
+    const messages: ModelMessage[] = [
+      { role: "system", content: "sys" },
+      { role: "user", content: "first" },
+      { role: "assistant", content: "Echo: first" },
+      { role: "user", content: "hello  there, marker-42" },
+    ];
+    const one = await echo.complete({ messages, signal: live() });
+    const two = await echo.complete({ messages, signal: live() });
+    expect(one).toMatchObject({ content: "Echo: hello  there, marker-42", toolCalls: [], finishReason: "stop" });
+    expect(two).toEqual(one);
+    expect(echo.model).toBe("echo");
+  });
+
+  it("streams word-sized chunks that concatenate to the reply", async () => {
+    const deltas: string[] = [];
+    const result = await new EchoProvider().complete({
+      messages: [{ role: "user", content: "  one two\tthree\n four " }],
+      signal: live(),
+      onDelta: (text) => deltas.push(text),
+    });
+    expect(deltas.join("")).toBe(result.content);
+    expect(deltas).toEqual(["Echo:", "   one", " two", "\tthree", "\n four", " "]);
+    expect(wordChunks("")).toEqual([]);
+  });
+
+  it("paces chunks by chunkDelayMs and stops between chunks when aborted", async () => {
+    const echo = new EchoProvider({ chunkDelayMs: 40 });
+    const text = "a b c d e f g h i j";
+    const started = performance.now();
+    await echo.complete({ messages: [{ role: "user", content: text }], signal: live() });
+    // 11 chunks, 10 pauses.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(390);
+
+    const controller = new AbortController();
+    const deltas: string[] = [];
+    let abortedAt = 0;
+    const err = await echo
+      .complete({
+        messages: [{ role: "user", content: text }],
+        signal: controller.signal,
+        onDelta: (delta) => {
+          deltas.push(delta);
+          if (deltas.length === 2) {
+            abortedAt = performance.now();
+            controller.abort();
+          }
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(isAbortError(err)).toBe(true);
+    expect(performance.now() - abortedAt).toBeLessThan(50);
+    expect(deltas).toEqual(["Echo:", " a"]);
+  });
+
+  it("calls the tool a directive names, then answers with its result", async () => {
+    const echo = new EchoProvider();
+    const messages: ModelMessage[] = [{ role: "user", content: 'weather please [[tool:get_weather {"city":"Paris"}]]' }];
+    const deltas: string[] = [];
+    const first = await echo.complete({ messages, signal: live(), onDelta: (t) => deltas.push(t) });
+    expect(first.finishReason).toBe("tool_calls");
+    expect(first.content).toBeNull();
+    expect(deltas).toEqual([]);
+    expect(first.toolCalls).toEqual([
+      { id: "echo_call_1_0", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
+    ]);
+
+    messages.push(
+      { role: "assistant", content: null, tool_calls: first.toolCalls },
+      { role: "tool", tool_call_id: "echo_call_1_0", content: "18C" },
+    );
+    const second = await echo.complete({ messages, signal: live(), onDelta: (t) => deltas.push(t) });
+    expect(second).toMatchObject({ content: "Echo: weather please | get_weather -> 18C", toolCalls: [], finishReason: "stop" });
+    expect(deltas.join("")).toBe(second.content);
+  });
+
+  it("never calls a tool without a directive, even when tools are offered", async () => {
+    const result = await new EchoProvider().complete({
+      messages: [{ role: "user", content: "what is the weather? [[not a directive]]" }],
+      tools: [{ name: "get_weather", description: "", parameters: {} }],
+      signal: live(),
+    });
+    expect(result.toolCalls).toEqual([]);
+    expect(result.content).toBe("Echo: what is the weather? [[not a directive]]");
+  });
+});
+
+describe("parseToolDirectives", () => {
+  it("reads names, JSON arguments (even holding ]]) and several directives", () => {
+    expect(parseToolDirectives('a [[tool:grid {"rows":[[1,2],[3]]}]] b [[tool:clock]] c')).toEqual({
+      calls: [
+        { name: "grid", arguments: '{"rows":[[1,2],[3]]}' },
+        { name: "clock", arguments: "{}" },
+      ],
+      text: "a b c",
+    });
+  });
+
+  it("passes malformed arguments through as written and ignores unclosed directives", () => {
+    expect(parseToolDirectives("[[tool:x {oops]] tail").calls).toEqual([{ name: "x", arguments: "{oops" }]);
+    expect(parseToolDirectives("[[tool:x {} no close")).toEqual({ calls: [], text: "[[tool:x {} no close" });
+    expect(parseToolDirectives("[[tool:]]").calls).toEqual([]);
+  });
+});

@@ -1,0 +1,210 @@
+// The bad-input corpus: every HTTP route and the WebSocket protocol get malformed, mistyped,
+// oversized, forged, replayed and path-tricked input. Each case must get the right 4xx JSON error
+// (or an error frame), must not enqueue anything, and the server must keep serving afterwards.
+import { request } from "node:http";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
+import { makeTempDir } from "../support/tmp.js";
+import { httpCases } from "./http-cases.js";
+import { API_KEY, configYaml, discordKeys, githubHeaders, SLACK_SECRET } from "./keys.js";
+import { rawRequest } from "./raw-http.js";
+import { wsFrameCases, wsUpgradeCases } from "./ws-cases.js";
+
+interface ErrorBody {
+  error?: { message?: unknown; type?: unknown; code?: unknown };
+}
+
+function nextFrame(ws: WebSocket, timeoutMs = 3000): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      ws.off("message", onMessage);
+      reject(new Error(`no frame within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onMessage = (data: WebSocket.RawData): void => {
+      clearTimeout(timer);
+      ws.off("message", onMessage);
+      resolve(JSON.parse(data.toString()) as Record<string, unknown>);
+    };
+    ws.on("message", onMessage);
+  });
+}
+
+/** The status an upgrade request is answered with (101 when it is accepted). */
+function upgradeStatus(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: url.hostname,
+      port: url.port,
+      path,
+      headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", ...headers },
+    });
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 101, body: "" });
+    });
+    req.on("response", (res) => {
+      let body = "";
+      res.on("data", (c: Buffer) => (body += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("the bad-input corpus", () => {
+  const temp = makeTempDir("sb-bad-input");
+  let gw: TestGateway;
+  let base: string;
+  let snapshot: unknown;
+
+  /** Inbox rows of every status: a case that records (and so enqueues) a message adds one. */
+  const inboxRows = async (): Promise<number> => Object.values(await gw.gateway.store.inboxCounts()).reduce((a, b) => a + b, 0);
+
+  /** What must be the same after the whole corpus: the inbox (every status) and the turn queue. */
+  const state = async (): Promise<unknown> => ({
+    inbox: await gw.gateway.store.inboxCounts(),
+    turns: await gw.gateway.queues.turns.getJobCounts("waiting", "active", "delayed", "prioritized", "waiting-children", "failed"),
+  });
+
+  // A good delivery, accepted before the corpus: its replay is one of the cases.
+  const acceptedBody = JSON.stringify({ id: "corpus-accepted", chat_id: "corpus", user_id: "u1", text: "the accepted delivery" });
+
+  beforeAll(async () => {
+    const config = join(temp.dir, "switchboard.yaml");
+    writeFileSync(config, configYaml);
+    gw = await startTestGateway({
+      env: {
+        SWITCHBOARD_API_KEY: API_KEY,
+        SWITCHBOARD_CONFIG: config,
+        SLACK_SIGNING_SECRET: SLACK_SECRET,
+        SLACK_BOT_TOKEN: "xoxb-corpus",
+        SLACK_BOT_USER_ID: "U0BOT",
+        // Nothing listens there: the corpus never gets as far as calling Slack.
+        SLACK_API_URL: "http://127.0.0.1:9/api/",
+        DISCORD_PUBLIC_KEY: discordKeys.publicHex,
+      },
+    });
+    base = gw.gateway.url as string;
+    const first = await rawRequest(base, { method: "POST", path: "/webhooks/gh", headers: { "content-type": "application/json", ...githubHeaders(acceptedBody) }, body: acceptedBody });
+    expect(first.status, first.body).toBe(200);
+    await waitFor(async () => (await gw.gateway.store.inboxCounts()).pending === 0, 20_000, "the setup delivery answered");
+    snapshot = await state();
+  }, 60_000);
+
+  afterAll(async () => {
+    await gw?.stop();
+    temp.cleanup();
+  });
+
+  describe("HTTP", () => {
+    const cases = httpCases();
+
+    it("has at least 50 cases over every route", () => {
+      expect(cases.length).toBeGreaterThanOrEqual(50);
+      for (const prefix of ["/v1/chat/completions", "/v1/models", "/api/sessions", "/slack/events", "/discord/interactions", "/webhooks/", "/health"]) {
+        expect(cases.some((c) => c.path.startsWith(prefix)), prefix).toBe(true);
+      }
+    });
+
+    it.each(cases)("$name -> $status", async (c) => {
+      const rowsBefore = await inboxRows();
+      const res = await rawRequest(base, { method: c.method, path: c.path, headers: c.headers, body: c.body });
+      const expected = Array.isArray(c.status) ? c.status : [c.status];
+      const what = `${c.method} ${c.path.slice(0, 120)} answered ${res.status} ${res.body.slice(0, 300)}`;
+      expect(expected, what).toContain(res.status);
+      expect(String(res.headers["content-type"]), what).toMatch(/^application\/json/);
+      const body = JSON.parse(res.body) as ErrorBody;
+      expect(typeof body.error?.message, what).toBe("string");
+      expect(typeof body.error?.type, what).toBe("string");
+      expect(typeof body.error?.code, what).toBe("string");
+      expect(String(body.error?.message).length, what).toBeGreaterThan(0);
+      expect(await inboxRows(), `${c.name}: a message was recorded`).toBe(rowsBefore);
+    });
+
+    it("answers a replay of an accepted webhook delivery as a duplicate, without a turn", async () => {
+      const rowsBefore = await inboxRows();
+      const res = await rawRequest(base, { method: "POST", path: "/webhooks/gh", headers: { "content-type": "application/json", ...githubHeaders(acceptedBody) }, body: acceptedBody });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body)).toEqual({ duplicate: true });
+      expect(await inboxRows()).toBe(rowsBefore);
+    });
+
+    it("leaves the inbox and the turn queue as they were", async () => {
+      expect(await state()).toEqual(snapshot);
+    });
+  });
+
+  describe("WebSocket", () => {
+    let ws: WebSocket;
+
+    beforeAll(async () => {
+      ws = new WebSocket(`${base.replace(/^http/, "ws")}/ws?token=${API_KEY}`);
+      await new Promise<void>((resolve, reject) => {
+        ws.once("open", () => resolve());
+        ws.once("error", reject);
+      });
+    });
+
+    afterAll(() => ws?.terminate());
+
+    it.each(wsFrameCases)("frame: $name -> $code", async (c) => {
+      const rowsBefore = await inboxRows();
+      const reply = nextFrame(ws);
+      ws.send(c.frame, { binary: c.binary === true });
+      const frame = await reply;
+      const what = `answered ${JSON.stringify(frame).slice(0, 300)}`;
+      if (c.refusedAckAllowed && frame.type === "ack") {
+        expect(frame.status, what).toBe("rejected");
+      } else {
+        expect(frame.type, what).toBe("error");
+        if (c.code !== "refused") expect(frame.code, what).toBe(c.code);
+        expect(typeof frame.message, what).toBe("string");
+      }
+      expect(ws.readyState, "the connection lives on").toBe(WebSocket.OPEN);
+      expect(await inboxRows(), `${c.name}: a message was recorded`).toBe(rowsBefore);
+    });
+
+    it.each(wsUpgradeCases(API_KEY))("$name -> $status", async (c) => {
+      const res = await upgradeStatus(base, c.path, c.headers);
+      expect(res.status, res.body).toBe(c.status);
+      const body = JSON.parse(res.body) as ErrorBody;
+      expect(typeof body.error?.code, res.body).toBe("string");
+    });
+  });
+
+  it("keeps serving afterwards: a good API request, a WebSocket send and a subscribe all work", async () => {
+    const rowsBefore = await inboxRows();
+
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${API_KEY}` },
+      body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "still there after the corpus?" }] }),
+    });
+    expect(res.status).toBe(200);
+    const completion = (await res.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(completion.choices[0].message.content).toContain("still there after the corpus?");
+
+    const ws = new WebSocket(`${base.replace(/^http/, "ws")}/ws`, { headers: { authorization: `Bearer ${API_KEY}` } });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        ws.once("open", () => resolve());
+        ws.once("error", reject);
+      });
+      const subscribed = nextFrame(ws);
+      ws.send(JSON.stringify({ type: "subscribe", session_id: "corpus-after" }));
+      expect(await subscribed).toMatchObject({ type: "subscribed", session_id: "corpus-after" });
+      const ack = nextFrame(ws);
+      ws.send(JSON.stringify({ type: "send", session_id: "corpus-after", text: "a good frame", client_message_id: "good-1" }));
+      expect(await ack).toMatchObject({ type: "ack", status: "accepted", client_message_id: "good-1" });
+    } finally {
+      ws.terminate();
+    }
+    // Exactly the two good messages were recorded: the counting above would have seen any other.
+    await waitFor(async () => (await inboxRows()) === rowsBefore + 2, 5000, "two new inbox rows");
+  });
+});

@@ -1,0 +1,43 @@
+// HTTP requests sent exactly as written: the path is not normalised (so `../` and `%2F` reach
+// the server as they are), and the body is sent even when the server answers early.
+import { request } from "node:http";
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export function rawRequest(
+  base: string,
+  options: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<RawResponse> {
+  const url = new URL(base);
+  const body = options.body === undefined ? undefined : Buffer.isBuffer(options.body) ? options.body : Buffer.from(options.body);
+  return new Promise<RawResponse>((resolve, reject) => {
+    let answered = false;
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: options.method,
+        path: options.path,
+        headers: { ...(body ? { "content-length": String(body.length) } : {}), ...options.headers },
+        agent: false,
+      },
+      (res) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      },
+    );
+    // A server may answer (413) and close before the whole body is written: that is not a failure.
+    req.on("error", (err) => {
+      if (!answered) setTimeout(() => (answered ? undefined : reject(err)), 200);
+    });
+    req.setTimeout(15_000, () => req.destroy(new Error(`${options.method} ${options.path} timed out`)));
+    req.end(body);
+  });
+}

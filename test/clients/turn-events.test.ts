@@ -1,0 +1,63 @@
+// Picking one request's turn out of its session's events.
+import { describe, expect, it } from "vitest";
+import { TurnEventTracker } from "../../src/adapters/api-server/index.js";
+import type { GatewayEvent } from "../../src/gateway/types.js";
+
+let seq = 0;
+function event(kind: string, data: Record<string, unknown>): GatewayEvent {
+  seq++;
+  return { id: `1-${seq}`, session_id: "s", kind, data, ts: seq };
+}
+
+describe("TurnEventTracker", () => {
+  it("forwards only the deltas of the turn that consumed our inbox row, held until bound", async () => {
+    const deltas: string[] = [];
+    const tracker = new TurnEventTracker((text) => deltas.push(text));
+    // Another request's turn, then ours, arriving before we know our inbox id.
+    tracker.offer(event("turn.started", { inbox_ids: [6] }));
+    tracker.offer(event("delta", { text: "other ", inbox_ids: [6] }));
+    tracker.offer(event("turn.completed", { inbox_ids: [6], final_response: "other reply" }));
+    tracker.offer(event("message.queued", { inbox_id: 7 }));
+    tracker.offer(event("turn.started", { inbox_ids: [7] }));
+    tracker.offer(event("delta", { text: "Echo:", inbox_ids: [7] }));
+    expect(deltas).toEqual([]);
+    tracker.bind(7);
+    tracker.offer(event("delta", { text: " hi", inbox_ids: [7] }));
+    tracker.offer(event("turn.completed", { inbox_ids: [7], final_response: "Echo: hi there" }));
+    tracker.offer(event("delta", { text: " late", inbox_ids: [7] }));
+    expect(deltas).toEqual(["Echo:", " hi"]);
+    const end = await tracker.end;
+    expect(end).toEqual({ kind: "completed", finalResponse: "Echo: hi there", error: null });
+    expect(tracker.remainderOf(end.finalResponse)).toBe(" there");
+  });
+
+  it("ignores deltas before our turn started and computes the remainder against the last model call", () => {
+    const deltas: string[] = [];
+    const tracker = new TurnEventTracker((text) => deltas.push(text));
+    tracker.bind(3);
+    tracker.offer(event("delta", { text: "stray", inbox_ids: [] }));
+    tracker.offer(event("turn.started", { inbox_ids: [3] }));
+    tracker.offer(event("delta", { text: "Let me look.", inbox_ids: [3] }));
+    tracker.offer(event("tool.started", { inbox_ids: [3], name: "clock" }));
+    tracker.offer(event("tool.finished", { inbox_ids: [3], name: "clock" }));
+    tracker.offer(event("delta", { text: "It is", inbox_ids: [3] }));
+    expect(deltas).toEqual(["Let me look.", "It is"]);
+    expect(tracker.remainderOf("It is noon")).toBe(" noon");
+    // A final text that does not continue what was streamed is not appended.
+    expect(tracker.remainderOf("Something else")).toBe("");
+    expect(tracker.remainderOf(null)).toBe("");
+  });
+
+  it("ends on turn.failed and turn.interrupted naming our inbox row (a collected turn names several)", async () => {
+    const failed = new TurnEventTracker(() => undefined);
+    failed.bind(9);
+    failed.offer(event("turn.failed", { inbox_ids: [8, 9], error: "model down" }));
+    expect(await failed.end).toEqual({ kind: "failed", finalResponse: null, error: "model down" });
+
+    const interrupted = new TurnEventTracker(() => undefined);
+    interrupted.bind(4);
+    interrupted.offer(event("turn.interrupted", { inbox_ids: [5] }));
+    interrupted.offer(event("turn.interrupted", { inbox_ids: [4], final_response: "partial" }));
+    expect(await interrupted.end).toMatchObject({ kind: "interrupted", finalResponse: "partial" });
+  });
+});

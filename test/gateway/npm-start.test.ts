@@ -1,0 +1,54 @@
+// `npm start` on embedded defaults: no REDIS_URL (a private redis-server), no LLM (echo model).
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { makeTempDir } from "../support/tmp.js";
+import { waitFor } from "../support/gateway.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+describe("npm start", () => {
+  const temp = makeTempDir("sb-start");
+  let child: ReturnType<typeof spawn> | null = null;
+  let output = "";
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      child.kill("SIGTERM");
+      await new Promise((r) => child?.once("exit", r));
+    }
+    temp.cleanup();
+  });
+
+  it("serves /health = ok and answers a message through the echo model, then shuts down cleanly", async () => {
+    const env = { ...process.env };
+    for (const key of ["REDIS_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "SWITCHBOARD_API_KEY", "SWITCHBOARD_DB", "SWITCHBOARD_CONFIG", "SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN", "DISCORD_PUBLIC_KEY"]) delete env[key];
+    // Run from a copy-free working directory: the data folder lands in the temp folder.
+    child = spawn("npm", ["start", "--prefix", ROOT], { cwd: temp.dir, env: { ...env, PORT: "0", SWITCHBOARD_DATA_DIR: join(temp.dir, "data") }, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    const url = await waitFor(() => /switchboard listening on (\S+)/.exec(output)?.[1], 60_000, "the listening line");
+
+    const health = await fetch(`${url}/health`);
+    expect(health.status).toBe(200);
+    const body = (await health.json()) as { status: string; redis: string; db: string };
+    expect(body).toMatchObject({ status: "ok", redis: "ok", db: "ok" });
+    expect(existsSync(join(temp.dir, "data", "redis", "redis.sock"))).toBe(true);
+
+    const reply = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "hello from npm start" }] }),
+    });
+    expect(reply.status).toBe(200);
+    const completion = (await reply.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(completion.choices[0].message.content).toContain("hello from npm start");
+
+    child.kill("SIGTERM");
+    const code = await new Promise<number | null>((r) => child?.once("exit", (c) => r(c)));
+    expect(code).toBe(0);
+    // The private redis-server went with it.
+    expect(existsSync(join(temp.dir, "data", "redis", "redis.sock"))).toBe(false);
+  }, 90_000);
+});

@@ -1,0 +1,59 @@
+// Redis stopped during ingress: accepted messages are recorded, nothing is lost, and they are
+// processed once Redis is back. The test owns its Redis (never stops a shared one).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/gateway/embedded-redis.js";
+import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
+import { inbound } from "../support/messages.js";
+
+describe("Redis outage during ingress", () => {
+  const redisDir = mkdtempSync(join(tmpdir(), "sb-outage-redis-"));
+  let redis: EmbeddedRedis;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    redis = await startEmbeddedRedis(redisDir);
+    gw = await startTestGateway({ http: true, workers: true, env: { REDIS_URL: redis.url } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gw?.stop();
+    await redis?.stop();
+  });
+
+  it("records every message while Redis is down and answers them all once it is back", async () => {
+    const ok = await gw.gateway.ingress.accept(inbound("outage", "before the outage"));
+    if (ok.status !== "accepted") throw new Error("not accepted");
+    await gw.gateway.ingress.waitForOutcome(ok.inboxId, 20_000);
+
+    await redis.stop();
+    const during = [];
+    for (let i = 0; i < 5; i++) {
+      const started = Date.now();
+      const result = await gw.gateway.ingress.accept(inbound("outage", `during ${i}`));
+      expect(Date.now() - started).toBeLessThan(5_000); // the ack never hangs on a dead Redis
+      expect(result.status).toBe("accepted");
+      if (result.status === "accepted") {
+        expect(result.enqueued).toBe(false);
+        during.push(result);
+      }
+    }
+    const health = await fetch(`${gw.gateway.url}/health`);
+    expect(health.status).toBe(503);
+    expect(((await health.json()) as { redis: string }).redis).toBe("down");
+
+    redis = await startEmbeddedRedis(redisDir);
+    for (const r of during) {
+      if (r.status !== "accepted") continue;
+      const outcome = await gw.gateway.ingress.waitForOutcome(r.inboxId, 60_000);
+      expect(outcome.status).toBe("done");
+    }
+    const rows = await gw.gateway.store.getMessages(await gw.gateway.store.resolveResumeSessionId(ok.sessionId));
+    const users = rows.filter((m) => m.role === "user").map((m) => m.content);
+    expect(users).toEqual(["before the outage", "during 0", "during 1", "during 2", "during 3", "during 4"]);
+    expect(rows.filter((m) => m.role === "assistant")).toHaveLength(6);
+    await waitFor(async () => (await fetch(`${gw.gateway.url}/health`)).status === 200, 10_000, "health ok again");
+  }, 120_000);
+});

@@ -1,0 +1,122 @@
+// Start gateways for tests: in this process (startGateway) or as real OS processes (the CLI).
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { pino } from "pino";
+import { loadConfig, type GatewayConfig } from "../../src/gateway/config.js";
+import { startGateway, type GatewayHandle, type GatewayOptions } from "../../src/gateway/server.js";
+import { makeTempDir } from "./tmp.js";
+import { testRedisUrl, uniquePrefix } from "./redis.js";
+
+export interface TestGateway {
+  gateway: GatewayHandle;
+  dir: string;
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Environment a gateway process of this test uses: same DB, same Redis, same queue prefix. */
+export function testGatewayEnv(dir: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    SWITCHBOARD_DATA_DIR: dir,
+    SWITCHBOARD_DB: join(dir, "switchboard.db"),
+    REDIS_URL: testRedisUrl(),
+    SWITCHBOARD_QUEUE_PREFIX: uniquePrefix("gw"),
+    LOG_LEVEL: "warn",
+    PORT: "0",
+    ...extra,
+  };
+}
+
+export async function startTestGateway(
+  options: Partial<GatewayOptions> & { env?: Record<string, string>; overrides?: Partial<GatewayConfig> } = {},
+): Promise<TestGateway> {
+  const temp = makeTempDir("sb-gw");
+  const env = testGatewayEnv(temp.dir, options.env);
+  const config = loadConfig(env, options.overrides);
+  const gateway = await startGateway(config, {
+    http: options.http ?? true,
+    workers: options.workers ?? true,
+    provider: options.provider,
+    logger: options.logger ?? pino({ level: env.LOG_LEVEL ?? "warn" }),
+  });
+  return {
+    gateway,
+    dir: temp.dir,
+    env,
+    async stop() {
+      await gateway.stop();
+      temp.cleanup();
+    },
+  };
+}
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  pid: number;
+  output: () => string;
+  /** For `serve`: the URL it printed. */
+  url: string | null;
+  /** SIGTERM and wait for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+const CLI = join(import.meta.dirname, "..", "..", "src", "gateway", "cli.ts");
+
+/** Run `switchboard <args>` as its own OS process. Resolves once it is up. */
+export async function spawnGatewayProcess(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const url = await new Promise<string | null>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway process did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const onData = (): void => {
+      const listening = /switchboard listening on (\S+)/.exec(out);
+      if (listening) done(listening[1]);
+      else if (out.includes("switchboard worker running")) done(null);
+    };
+    const done = (value: string | null): void => {
+      clearTimeout(timer);
+      child.stdout?.off("data", onData);
+      resolve(value);
+    };
+    child.stdout?.on("data", onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway process exited with ${code}:\n${out}`));
+    });
+  });
+  return {
+    child,
+    pid: child.pid as number,
+    output: () => out,
+    url,
+    exited,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Poll until `fn` returns a truthy value, or fail after `timeoutMs`. */
+export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 20_000, label = "condition", intervalMs = 50): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await fn();
+      if (value) return value as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}${last ? `: ${String(last)}` : ""}`);
+}
