@@ -128,10 +128,9 @@ function displayState(apiState) {
   return apiState;
 }
 
-/** Messages waiting for a turn: the API's pending count includes the one a running turn took. */
+/** Messages waiting for a turn (the API leaves out the one a running turn works on). */
 function waitingCount(session) {
-  const pending = Number(session.queued ?? 0);
-  return displayState(session.state) === "running" ? Math.max(0, pending - 1) : pending;
+  return Math.max(0, Number(session.queued ?? 0));
 }
 
 class Unauthorized extends Error {}

@@ -25,7 +25,8 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
           started_at: s.started_at,
           last_activity: s.last_activity ?? s.started_at,
           state,
-          queued: pending.length,
+          // The row a running turn works on is still pending until the turn records its outcome.
+          queued: Math.max(0, pending.length - (running ? 1 : 0)),
           parent_session_id: s.parent_session_id,
           end_reason: s.end_reason,
           title: s.title,

@@ -31,6 +31,9 @@ export interface TurnWorkerDeps {
   dispatchDeliveries: (sessionId: string) => Promise<void>;
 }
 
+/** Turns one job may run back to back for its session before yielding its worker slot. */
+const MAX_TURNS_PER_JOB = 50;
+
 interface RunningTurn {
   agent: Agent;
   inboxIds: number[];
@@ -93,14 +96,27 @@ export class TurnWorkers {
   }
 
   private async process(job: Job<TurnJobData>): Promise<void> {
-    const { store, config, metrics, logger } = this.deps;
+    const { store, config } = this.deps;
     const conversation = job.data.sessionId;
     const row = await store.getInboxRow(job.data.inboxId);
     if (!row || row.status !== "pending") return; // consumed by an earlier turn: no-op
-    const mode = busyModeFor(config, row.platform);
-    if (mode === "interrupt") {
+    if (busyModeFor(config, row.platform) === "interrupt") {
       await this.deps.publishInterrupt({ sessionId: conversation, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
+    // Drain: a turn consumes the head, which may be another job's row (that job was lost with a
+    // dead worker, or already completed as a no-op). Keep going while the session has pending
+    // rows, so no message waits for stalled-job recovery.
+    let next: InboxRow | undefined = row;
+    for (let turns = 0; next && turns < MAX_TURNS_PER_JOB; turns++) {
+      if (!(await this.runTurn(conversation, next))) return;
+      [next] = await store.pendingInbox(conversation, 1);
+    }
+  }
+
+  /** One turn for the head of the conversation's inbox; false when there was nothing to do. */
+  private async runTurn(conversation: string, row: InboxRow): Promise<boolean> {
+    const { store, config, metrics, logger } = this.deps;
+    const mode = busyModeFor(config, row.platform);
     const tip = await store.resolveResumeSessionId(conversation);
     const turn: RunningTurn = { agent: null as unknown as Agent, inboxIds: [] };
     const publish = (kind: string, data: Record<string, unknown>): void => {
@@ -145,7 +161,7 @@ export class TurnWorkers {
           };
         },
       });
-      if (result.skipped) return;
+      if (result.skipped) return false;
       const outcome = result.interrupted ? "interrupted" : result.failed ? "failed" : "completed";
       metrics.turns.inc({ platform: row.platform, outcome });
       metrics.turnSeconds.observe({ platform: row.platform }, (Date.now() - started) / 1000);
@@ -159,6 +175,7 @@ export class TurnWorkers {
         throw new Error(`turn for inbox ${turn.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);
       }
       if (result.deliveryIds.length > 0) await this.deps.dispatchDeliveries(conversation).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
+      return true;
     } finally {
       metrics.runningTurns.dec();
       this.untrack(conversation, turn);

@@ -91,6 +91,32 @@ describe("chat completions through the gateway", () => {
     expect(finish).toBe("stop");
   });
 
+  it("finishes and stores the turn of a streaming client that went away mid-stream", async () => {
+    fake.setDefault({ kind: "slow", chunks: 10, chunkDelayMs: 50 });
+    const sessionId = `gone-${marker()}`;
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      { model: "fake-model", stream: true, messages: [{ role: "user", content: "walk away" }] },
+      { headers: { "X-Session-Id": sessionId }, signal: controller.signal },
+    );
+    for await (const chunk of stream) if (chunk.choices[0]?.delta.content === " 2") break; // leaving the loop aborts
+    const full = "Echo: walk away 2 3 4 5 6 7 8 9 10";
+    const deadline = Date.now() + 8000;
+    while ((await transcript(sessionId)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await transcript(sessionId)).toEqual(["user: walk away", `assistant: ${full}`]);
+  });
+
+  it("answers a slash command without a model call", async () => {
+    const before = fake.completionRequests().length;
+    const reply = await client.chat.completions.create({ model: "fake-model", messages: [{ role: "user", content: "/help" }] });
+    expect(reply.choices[0].message.content).toContain("/status");
+    const stream = await client.chat.completions.create({ model: "fake-model", stream: true, messages: [{ role: "user", content: "/help" }] });
+    let streamed = "";
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? "";
+    expect(streamed).toBe(reply.choices[0].message.content);
+    expect(fake.completionRequests().length).toBe(before);
+  });
+
   it("continues an X-Session-Id session over three requests: the model sees the earlier turns, the transcript has each message once", async () => {
     const sessionId = `conv-${marker()}`;
     const options = { headers: { "X-Session-Id": sessionId } };

@@ -284,6 +284,29 @@ describe("POST /v1/chat/completions (streaming)", () => {
     expect(chunks.map((c) => c.choices[0]?.delta.content).filter(Boolean)).toEqual(["Echo:", " early", " bird"]);
   });
 
+  it("still streams word by word when the turn is over before its events arrive", async () => {
+    // A fast turn can complete its inbox row before pub/sub delivers the first event.
+    ingress.turn = async (turn) => {
+      turn.finish("done", `Echo: ${turn.message.text}`);
+      await new Promise((r) => setTimeout(r, 100));
+      await echoTurn({ ...turn, finish: () => undefined });
+    };
+    const stream = await client().chat.completions.create({ model: "m", stream: true, messages: [{ role: "user", content: "quick one" }] });
+    const { chunks } = await collect(stream);
+    expect(chunks.map((c) => c.choices[0]?.delta.content).filter(Boolean)).toEqual(["Echo:", " quick", " one"]);
+  });
+
+  it("answers a command (no turn, a `command` event) without waiting", async () => {
+    ingress.turn = async (turn) => {
+      turn.finish("done", "Commands: ...");
+      await turn.publish("command", { command: "help", reply: "Commands: ..." });
+    };
+    const started = Date.now();
+    const stream = await client().chat.completions.create({ model: "m", stream: true, messages: [{ role: "user", content: "/help" }] });
+    expect((await collect(stream)).content).toBe("Commands: ...");
+    expect(Date.now() - started).toBeLessThan(400);
+  });
+
   it("sends the rest of final_response when the deltas fell short of it, and usage when asked", async () => {
     ingress.turn = async (turn) => {
       await turn.publish("turn.started");

@@ -48,6 +48,13 @@ describe("TurnEventTracker", () => {
     expect(tracker.remainderOf(null)).toBe("");
   });
 
+  it("ends on the command event that answered our inbox row", async () => {
+    const tracker = new TurnEventTracker(() => undefined);
+    tracker.bind(2);
+    tracker.offer(event("command", { inbox_ids: [2], command: "help", reply: "Commands: ..." }));
+    expect(await tracker.end).toEqual({ kind: "completed", finalResponse: "Commands: ...", error: null });
+  });
+
   it("ends on turn.failed and turn.interrupted naming our inbox row (a collected turn names several)", async () => {
     const failed = new TurnEventTracker(() => undefined);
     failed.bind(9);

@@ -82,6 +82,8 @@ describe("the SQLite file locked by another writer", () => {
     const second = sessions.map((s, i) => askApi(base, s, secondTexts[i]));
     const webhooks: Array<Promise<Answer>> = [];
     for (let i = 0; i < 10; i++) webhooks.push(postWebhook(base, { id: `${run}-${i}`, chat_id: `lock-chat-${run}`, text: `webhook ${i} during the lock` }));
+    // Awaited below; if an assertion fails first they must not surface as unhandled rejections.
+    for (const pending of [...first, ...second, ...webhooks]) pending.catch(() => undefined);
 
     // The event loop is not frozen by the lock: a request that needs no database answers at once.
     const probes: number[] = [];
@@ -100,7 +102,8 @@ describe("the SQLite file locked by another writer", () => {
     // The acks really waited for the lock (the fixture bit), then went through.
     expect(Math.max(...acks.map((a) => a.ms))).toBeGreaterThan(LOCK_MS / 2);
     expect(probes.length).toBeGreaterThanOrEqual(3);
-    expect(Math.max(...probes), `probe times ${probes.map((p) => p.toFixed(0)).join(", ")} ms`).toBeLessThan(300);
+    // Soft: a stalled event loop is a finding of its own; the nothing-lost checks below still run.
+    expect.soft(Math.max(...probes), `GET /v1/models during the lock took ${probes.map((p) => p.toFixed(0)).join(", ")} ms`).toBeLessThan(300);
 
     const answers = await Promise.all([...first, ...second]);
     for (const answer of answers) expect(answer.status, answer.body).toBe(200);

@@ -38,7 +38,9 @@ describe("a worker killed mid-turn", () => {
     if (second.status !== "accepted") throw new Error("second not accepted");
     const outcome2 = await ingress.gateway.ingress.waitForOutcome(second.inboxId, 30_000);
     const recovery = Date.now() - killedAt;
-    expect(recovery).toBeLessThan(30_000); // well under the 60 s TTL + stall detection
+    // Far under the 60 s lease TTL and under BullMQ's stalled-job recovery (15 s lock + 5 s check):
+    // the survivor reaps the dead holder at once and drains the session.
+    expect(recovery).toBeLessThan(10_000);
 
     const outcome1 = await ingress.gateway.ingress.waitForOutcome(first.inboxId, 30_000);
     expect(outcome1.status).toBe("done");

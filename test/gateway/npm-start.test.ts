@@ -14,9 +14,8 @@ describe("npm start", () => {
   let output = "";
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      child.kill("SIGTERM");
-      await new Promise((r) => child?.once("exit", r));
+    if (child && child.exitCode === null && child.signalCode === null && child.pid) {
+      process.kill(-child.pid, "SIGKILL");
     }
     temp.cleanup();
   });
@@ -25,7 +24,8 @@ describe("npm start", () => {
     const env = { ...process.env };
     for (const key of ["REDIS_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "SWITCHBOARD_API_KEY", "SWITCHBOARD_DB", "SWITCHBOARD_CONFIG", "SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN", "DISCORD_PUBLIC_KEY"]) delete env[key];
     // Run from a copy-free working directory: the data folder lands in the temp folder.
-    child = spawn("npm", ["start", "--prefix", ROOT], { cwd: temp.dir, env: { ...env, PORT: "0", SWITCHBOARD_DATA_DIR: join(temp.dir, "data") }, stdio: ["ignore", "pipe", "pipe"] });
+    child = spawn("npm", ["start", "--prefix", ROOT], { cwd: temp.dir, env: { ...env, PORT: "0", SWITCHBOARD_DATA_DIR: join(temp.dir, "data") }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child?.once("exit", (code, signal) => r({ code, signal })));
     child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
     child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
     const url = await waitFor(() => /switchboard listening on (\S+)/.exec(output)?.[1], 60_000, "the listening line");
@@ -45,10 +45,13 @@ describe("npm start", () => {
     const completion = (await reply.json()) as { choices: Array<{ message: { content: string } }> };
     expect(completion.choices[0].message.content).toContain("hello from npm start");
 
-    child.kill("SIGTERM");
-    const code = await new Promise<number | null>((r) => child?.once("exit", (c) => r(c)));
-    expect(code).toBe(0);
+    // SIGTERM to the process group, as a service manager or Ctrl-C would: npm, tsx and the gateway.
+    process.kill(-(child.pid as number), "SIGTERM");
+    const exit = await exited;
+    expect(exit.code === 0 || exit.signal === "SIGTERM", `exit ${JSON.stringify(exit)}\n${output}`).toBe(true);
+    expect(output).toContain("shutting down");
+    expect(output).not.toMatch(/shutdown failed|deadline passed/);
     // The private redis-server went with it.
-    expect(existsSync(join(temp.dir, "data", "redis", "redis.sock"))).toBe(false);
+    await waitFor(() => !existsSync(join(temp.dir, "data", "redis", "redis.sock")), 5_000, "the private redis socket to go");
   }, 90_000);
 });

@@ -146,9 +146,11 @@ async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, 
   });
   // Subscribe before accept: the turn may start (and stream) before accept() returns.
   let unsubscribe: () => void = () => undefined;
+  let live = false;
   try {
     const conversation = await store.conversationRootId(prepared.inbound.sessionId);
     unsubscribe = await events.subscribe(conversation, (event) => tracker.offer(event));
+    live = true;
   } catch (err) {
     // Without events the reply still comes from the inbox row, just not word by word.
     logger.warn({ err: (err as Error).message }, "api: cannot subscribe to session events; streaming the reply whole");
@@ -165,7 +167,7 @@ async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, 
       result = await Promise.race([waitForOutcome(deps, accepted.inboxId), sse.disconnected.then(() => null)]);
     } else {
       tracker.bind(accepted.inboxId);
-      result = await followTurn(deps, tracker, accepted.inboxId, sse);
+      result = await followTurn(deps, tracker, accepted.inboxId, sse, live);
     }
     if (!result || !sse.isOpen) return;
     const failure = failureOf(result);
@@ -189,7 +191,7 @@ async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, 
 }
 
 /** Wait for our turn's end (from events, or from the inbox row); null when the client left. */
-async function followTurn(deps: ApiServerDeps, tracker: TurnEventTracker, inboxId: number, sse: SseWriter): Promise<TurnResult | null> {
+async function followTurn(deps: ApiServerDeps, tracker: TurnEventTracker, inboxId: number, sse: SseWriter, live: boolean): Promise<TurnResult | null> {
   const outcome = waitForOutcome(deps, inboxId);
   outcome.catch(() => undefined); // raced below; a late rejection is not unhandled
   const first = await Promise.race([
@@ -203,8 +205,9 @@ async function followTurn(deps: ApiServerDeps, tracker: TurnEventTracker, inboxI
     if (first.end.finalResponse !== null || first.end.kind === "failed") return resultOfEnd(first.end);
     return outcome;
   }
-  // The row is done but its end event has not reached us yet: give the turn's last deltas a moment.
-  if (tracker.hasStarted) {
+  // The row is done but its end event has not reached us yet (a fast turn can finish before
+  // pub/sub delivers its first event): give the turn's events a moment to arrive, in order.
+  if (live) {
     const end = await within(tracker.end, LATE_EVENTS_GRACE_MS);
     if (end && (end.finalResponse !== null || end.kind === "failed")) return resultOfEnd(end);
   }

@@ -52,11 +52,6 @@ export class TurnEventTracker {
     return this.segment;
   }
 
-  /** True once our turn's `turn.started` was seen. */
-  get hasStarted(): boolean {
-    return this.started;
-  }
-
   offer(event: GatewayEvent): void {
     if (this.inboxId === null) this.held.push(event);
     else this.handle(event, this.inboxId);
@@ -75,6 +70,11 @@ export class TurnEventTracker {
     return finalResponse.slice(this.segment.length);
   }
 
+  private finish(end: TurnEnd): void {
+    this.ended = end;
+    this.resolveEnd(end);
+  }
+
   private handle(event: GatewayEvent, inboxId: number): void {
     if (this.ended) return;
     const ids = inboxIdsOf(event);
@@ -83,14 +83,18 @@ export class TurnEventTracker {
       this.started = true;
       return;
     }
+    if (event.kind === "command" && ours) {
+      // A command (/help, /status...) is answered without a turn.
+      this.finish({ kind: "completed", finalResponse: stringField(event.data, "reply"), error: null });
+      return;
+    }
     const endKind = END_KINDS[event.kind];
     if (endKind && ours) {
-      this.ended = {
+      this.finish({
         kind: endKind,
         finalResponse: stringField(event.data, "final_response"),
         error: stringField(event.data, "error", "reason", "message"),
-      };
-      this.resolveEnd(this.ended);
+      });
       return;
     }
     if (!this.started) return;
