@@ -115,7 +115,7 @@ async function main(): Promise<number> {
     duration_s: Math.round((Date.now() - started) / 1000),
     machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? "unknown", memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, redis: version },
     targets,
-    benchmarks: results.map((r) => ({ name: r.name, title: r.title, figures: r.figures, notes: r.notes })),
+    benchmarks: results.map((r) => ({ name: r.name, title: r.title, completed: r.figures.length > 0, figures: r.figures, notes: r.notes })),
   };
   mkdirSync(RESULTS_DIR, { recursive: true });
   writeFileSync(join(RESULTS_DIR, "latest.json"), `${JSON.stringify(report, null, 2)}\n`);
@@ -123,9 +123,11 @@ async function main(): Promise<number> {
   writeFileSync(join(RESULTS_DIR, "latencies.svg"), renderLatencySvg(series, `switchboard latency distributions${args.quick ? " (quick run)" : ""} — ${report.generated_at}`));
   writeFileSync(join(RESULTS_DIR, "latest.md"), `${renderMarkdown(results)}\n`);
   const failed = Object.entries(targets).filter(([, t]) => t.pass === false).map(([k]) => k);
+  const incomplete = results.filter((r) => r.figures.length === 0).map((r) => r.name);
   console.log(`\nwrote bench/results/latest.json, latencies.svg and latest.md in ${report.duration_s}s`);
-  console.log(failed.length ? `targets missed: ${failed.join(", ")}` : "every target met");
-  return results.some((r) => r.figures.length === 0) ? 1 : 0;
+  if (incomplete.length) console.log(`did not complete: ${incomplete.join(", ")}`);
+  console.log(failed.length ? `targets missed: ${failed.join(", ")}` : incomplete.length ? "every measured target met" : "every target met");
+  return incomplete.length ? 1 : 0;
 }
 
 main().then(

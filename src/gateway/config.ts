@@ -4,6 +4,11 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 
+const intFrom = (min: number, max?: number) => {
+  const base = z.coerce.number().int().min(min);
+  return max === undefined ? base : base.max(max);
+};
+
 const busyMode = z.enum(["queue", "interrupt", "collect"]);
 export type BusyMode = z.infer<typeof busyMode>;
 
@@ -12,16 +17,12 @@ const webhookRoute = z.object({
   style: z.enum(["github", "standard"]).default("github"),
   reply: z.enum(["sync", "callback"]).default("sync"),
   callback_url: z.string().url().optional(),
+  sync_timeout_ms: intFrom(100).optional(),
 }).refine((r) => r.reply !== "callback" || Boolean(r.callback_url), {
   message: "callback_url is required when reply is 'callback'",
   path: ["callback_url"],
 });
 export type WebhookRouteConfig = z.infer<typeof webhookRoute>;
-
-const intFrom = (min: number, max?: number) => {
-  const base = z.coerce.number().int().min(min);
-  return max === undefined ? base : base.max(max);
-};
 
 /** The file's shape (snake_case keys). Every key is optional. */
 const fileSchema = z.object({
