@@ -5,6 +5,7 @@ import { passes, type BenchResult, type Figure } from "./result.js";
 function formatValue(figure: Figure): string {
   const v = figure.value;
   if (!Number.isFinite(v)) return "n/a";
+  if (Number.isInteger(v) && figure.unit === "") return String(v);
   const digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
   return `${v.toFixed(digits)} ${figure.unit}`.trim();
 }

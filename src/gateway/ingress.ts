@@ -64,6 +64,7 @@ export class Ingress implements GatewayIngress {
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */
   async enqueue(sessionId: string, inboxId: number): Promise<boolean> {
     try {
+      await waitUntilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
       await withTimeout(this.deps.queues.turns.add("turn", { sessionId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
       await this.deps.store.markInboxEnqueued([inboxId]);
       return true;
@@ -195,13 +196,31 @@ export class Ingress implements GatewayIngress {
       }
       case "status": {
         const tip = await store.resolveResumeSessionId(sessionId);
-        const pending = await store.pendingInbox(sessionId, 1000);
+        // Commands (this one included) are answered at once; only messages wait in the queue.
+        const pending = (await store.pendingInbox(sessionId, 1000)).filter((r) => !r.payload.command);
         const lease = await store.getSessionTurnLease(sessionId);
         const state = lease ? "a turn is running" : "idle";
         return `Session ${tip}: ${state}; ${pending.length} message(s) queued.`;
       }
     }
   }
+}
+
+/** A connection that is (re)connecting gets a moment to become ready before we give up on it. */
+async function waitUntilReady(connection: GatewayQueues["connection"], timeoutMs: number): Promise<void> {
+  if (connection.status === "ready") return;
+  if (connection.status === "end" || connection.status === "close") throw new Error(`redis connection is ${connection.status}`);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      connection.off("ready", onReady);
+      reject(new Error(`redis not ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    connection.once("ready", onReady);
+  });
 }
 
 export class OutcomeTimeoutError extends Error {

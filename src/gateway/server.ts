@@ -128,6 +128,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       const turnWorkers = new TurnWorkers({
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         publishInterrupt: (request) => interrupts.publish(request),
+        openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
         dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
       });
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));

@@ -13,7 +13,7 @@ import type { EventPublisher, InterruptRequest } from "./bus-types.js";
 import { busyModeFor, type GatewayConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { TURN_QUEUE, type TurnJobData } from "./queues.js";
-import type { InboundMessage } from "./types.js";
+import type { InboundMessage, ReplyStream } from "./types.js";
 
 export interface TurnWorkerDeps {
   config: GatewayConfig;
@@ -29,6 +29,8 @@ export interface TurnWorkerDeps {
   /** Platforms whose replies go out through the deliveries ledger. */
   sendingPlatforms: () => Set<string>;
   dispatchDeliveries: (sessionId: string) => Promise<void>;
+  /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
+  openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
 }
 
 /** Turns one job may run back to back for its session before yielding its worker slot. */
@@ -123,6 +125,8 @@ export class TurnWorkers {
       void this.deps.events.publish(conversation, kind, { ...data, inbox_ids: turn.inboxIds }).catch(() => undefined);
     };
     let waitStarted: number | null = null;
+    // Set inside the admission hook, read by the event callback and after the turn.
+    const streaming: { stream: ReplyStream | null } = { stream: null };
     const agent = new Agent({
       store,
       provider: this.deps.provider,
@@ -138,6 +142,7 @@ export class TurnWorkers {
           metrics.leaseWaits.inc();
         }
         if (event.kind === "turn.started" && waitStarted !== null) metrics.leaseWaitSeconds.observe((Date.now() - waitStarted) / 1000);
+        if (event.kind === "delta" && streaming.stream && typeof event.data.text === "string") streaming.stream.push(event.data.text);
         publish(event.kind, { ...event.data, turn_session_id: event.sessionId });
       },
     });
@@ -153,6 +158,8 @@ export class TurnWorkers {
           const head = await store.pendingInbox(conversation, limit);
           if (head.length === 0) return null;
           turn.inboxIds = head.map((r) => r.id);
+          const target = (head[head.length - 1].payload as unknown as InboundMessage).replyTarget;
+          if (target) streaming.stream = this.deps.openStream?.(head[head.length - 1].platform, target) ?? null;
           await this.ensureSessionRow(sessionId, head[0]);
           return {
             messages: head.map((r) => userMessageOf(r)),
@@ -174,12 +181,20 @@ export class TurnWorkers {
         logger.warn({ inboxIds: turn.inboxIds, reason: result.failureReason }, "turn ended without recording its outcome; retrying");
         throw new Error(`turn for inbox ${turn.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);
       }
+      if (streaming.stream) await this.finishStream(streaming.stream, result.deliveryIds);
       if (result.deliveryIds.length > 0) await this.deps.dispatchDeliveries(conversation).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
       return true;
     } finally {
+      await streaming.stream?.close().catch(() => undefined);
       metrics.runningTurns.dec();
       this.untrack(conversation, turn);
     }
+  }
+
+  /** The final reply edits the streamed message instead of posting a second one. */
+  private async finishStream(stream: ReplyStream, deliveryIds: number[]): Promise<void> {
+    const { messageId } = await stream.close().catch(() => ({ messageId: null }));
+    if (messageId && deliveryIds.length > 0) await this.deps.store.setDeliveryEditTarget(deliveryIds[0], messageId);
   }
 
   private async stillPending(ids: number[]): Promise<boolean> {

@@ -98,6 +98,13 @@ export interface AdapterCapabilities {
   typing: boolean;
 }
 
+/** A reply streamed as one message with throttled edits while the turn writes it. */
+export interface ReplyStream {
+  push(delta: string): void;
+  /** Stop editing (waits for a request in flight); the final text goes out as a delivery that edits `messageId`. */
+  close(): Promise<{ messageId: string | null }>;
+}
+
 /** One platform. Adding a platform means adding one folder with one of these. */
 export interface PlatformAdapter {
   readonly platform: string;
@@ -111,6 +118,8 @@ export interface PlatformAdapter {
   send(reply: OutboundReply): Promise<SendResult>;
   /** Edit a sent message (streaming as throttled edits). */
   edit?(target: Record<string, unknown>, platformMessageId: string, text: string): Promise<void>;
+  /** Start streaming a reply into one message (platforms with edits). */
+  openStream?(target: Record<string, unknown>): ReplyStream;
   /** Show a typing / status indicator. */
   typing?(target: Record<string, unknown>): Promise<void>;
 }

@@ -25,6 +25,7 @@ export class DeliverySql {
   private readonly markFailed: Statement<[string, string, number, number]>;
   private readonly selectUnsent: Statement<[number], StoredDeliveryRow>;
   private readonly selectForSession: Statement<[string], StoredDeliveryRow>;
+  private readonly setEditTarget: Statement<[string, number, number]>;
 
   constructor(db: Database) {
     this.insert = db.prepare(
@@ -53,6 +54,10 @@ export class DeliverySql {
       "SELECT * FROM deliveries WHERE status IN ('pending', 'sending') ORDER BY id LIMIT ?",
     );
     this.selectForSession = db.prepare("SELECT * FROM deliveries WHERE session_id = ? ORDER BY id");
+    // Only before the first send attempt: a claimed row keeps the target it was sent with.
+    this.setEditTarget = db.prepare(
+      "UPDATE deliveries SET target = json_set(target, '$.edit_message_id', ?), updated_at = ? WHERE id = ? AND status = 'pending' AND attempts = 0",
+    );
   }
 
   /** Must run inside a transaction for all-or-nothing. */
@@ -87,6 +92,11 @@ export class DeliverySql {
 
   recordFailure(id: number, error: string, final: boolean, now: number): void {
     this.markFailed.run(final ? "failed" : "pending", error, now, id);
+  }
+
+  /** Send the reply as an edit of an already posted (streamed) message; false when too late. */
+  editInstead(id: number, messageId: string, now: number): boolean {
+    return this.setEditTarget.run(messageId, now, id).changes > 0;
   }
 
   unsent(limit: number): DeliveryRow[] {

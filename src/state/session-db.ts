@@ -324,6 +324,10 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.deliveries.recordFailure(id, error, final, this.clock()));
   }
 
+  async setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean> {
+    return this.run(() => this.deliveries.editInstead(id, editMessageId, this.clock()));
+  }
+
   async listUnsentDeliveries(limit = 1000): Promise<DeliveryRow[]> {
     return this.run(() => this.deliveries.unsent(limit));
   }

@@ -220,6 +220,11 @@ export interface DeliveryStore {
   markDeliverySent(id: number, platformMessageId: string | null): Promise<void>;
   /** final=false puts the row back to pending for a retry. */
   markDeliveryFailed(id: number, error: string, final: boolean): Promise<void>;
+  /**
+   * A reply whose text was streamed into a posted message is delivered as an edit of it: sets
+   * `target.edit_message_id`. Only before the first send attempt; false otherwise.
+   */
+  setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean>;
   listUnsentDeliveries(limit?: number): Promise<DeliveryRow[]>;
   deliveriesForSession(sessionId: string): Promise<DeliveryRow[]>;
 }

@@ -17,7 +17,7 @@ beforeAll(async () => {
   gw = await startTestGateway({
     label: "api-e2e",
     workers: true,
-    env: { SWITCHBOARD_API_KEY: API_KEY, LLM_BASE_URL: fake.url, LLM_API_KEY: "model-key", LLM_MODEL: "fake-model", BODY_LIMIT_BYTES: "65536", LOG_LEVEL: process.env.CLIENTS_LOG ?? "silent" },
+    env: { SWITCHBOARD_API_KEY: API_KEY, LLM_BASE_URL: fake.url, LLM_API_KEY: "model-key", LLM_MODEL: "fake-model", BODY_LIMIT_BYTES: "65536" },
   });
   client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: API_KEY, maxRetries: 0, timeout: 20_000 });
 });

@@ -5,6 +5,7 @@
 // Visible marks: a resend that may repeat an earlier reply ends with an italic note
 // (POSSIBLE_DUPLICATE_NOTE). Typing: POST /channels/:id/typing for channel targets; for an
 // interaction the deferred response already shows "thinking".
+import { createDiscordStreamingReply } from "./streaming.js";
 import type { Logger } from "pino";
 import {
   PermanentSendError,
@@ -101,7 +102,7 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
     if (threadId) threads.remember(discordThreadKey(threadId));
   };
 
-  return {
+  const adapter: DiscordAdapter = {
     platform: "discord",
     capabilities: { threads: true, edits: true, streaming: true, typing: true },
 
@@ -152,11 +153,16 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
       await opsFor(target).edit(platformMessageId, truncate(text));
     },
 
+    openStream(target) {
+      return createDiscordStreamingReply(adapter, target);
+    },
+
     async typing(target) {
       if (optionalString(target, "kind") === "interaction" || !rest.hasBotToken) return;
       await rest.triggerTyping(requiredString(target, "channel_id", "discord"));
     },
   };
+  return adapter;
 }
 
 function truncate(text: string): string {

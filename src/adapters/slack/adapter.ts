@@ -4,6 +4,7 @@
 // (POSSIBLE_DUPLICATE_NOTE) and carries message metadata
 // `{event_type: "switchboard_reply", event_payload: {delivery_id, session_id, possible_duplicate}}`.
 // Typing: Slack has no typing indicator for bot messages through the Web API, so typing() is a no-op.
+import { createSlackStreamingReply } from "./streaming.js";
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
@@ -161,6 +162,10 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
 
     async edit(target, platformMessageId, text) {
       await update(requiredString(target, "channel", "slack"), platformMessageId, text);
+    },
+
+    openStream(target) {
+      return createSlackStreamingReply(adapter, target);
     },
 
     async typing() {

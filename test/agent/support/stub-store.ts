@@ -132,6 +132,7 @@ export class StubStore implements SessionStore {
   claimDelivery(): Promise<DeliveryRow | null> { return notUsed("claimDelivery"); }
   markDeliverySent(): Promise<void> { return notUsed("markDeliverySent"); }
   markDeliveryFailed(): Promise<void> { return notUsed("markDeliveryFailed"); }
+  setDeliveryEditTarget(): Promise<boolean> { return notUsed("setDeliveryEditTarget"); }
   listUnsentDeliveries(): Promise<DeliveryRow[]> { return notUsed("listUnsentDeliveries"); }
   deliveriesForSession(): Promise<DeliveryRow[]> { return notUsed("deliveriesForSession"); }
 }
