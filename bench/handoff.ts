@@ -75,6 +75,6 @@ export async function handoffBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "handoff_max_ms", label: "handoff max", value: round(s.max, 3), unit: "ms" },
     ],
     notes,
-    series: [{ name: "lease handoff (release -> admission)", samplesMs: samples, targetMs: 20 }],
+    series: [{ name: "lease handoff: release -> admission", samplesMs: samples, targetMs: 20 }],
   };
 }

@@ -151,9 +151,9 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       `No turns (the ack path alone, messages stay queued): ${describe(bare)}.`,
     ],
     series: [
-      { name: `webhook ack at ${RATE_PER_S}/s (one process)`, samplesMs: one.acksMs, targetMs: 10 },
-      { name: `webhook ack at ${RATE_PER_S}/s (ingress process + worker process)`, samplesMs: split.acksMs, targetMs: 10 },
-      { name: `webhook ack at ${RATE_PER_S}/s (no turns running)`, samplesMs: bare.acksMs, targetMs: 10 },
+      { name: `ack at ${RATE_PER_S}/s, one process`, samplesMs: one.acksMs, targetMs: 10 },
+      { name: `ack at ${RATE_PER_S}/s, ingress + worker process`, samplesMs: split.acksMs, targetMs: 10 },
+      { name: `ack at ${RATE_PER_S}/s, no turns running`, samplesMs: bare.acksMs, targetMs: 10 },
     ],
   };
 }

@@ -2,7 +2,7 @@
 // Runs every benchmark against one Redis (REDIS_URL, or a private redis-server started for the
 // run), prints a table per benchmark, and writes bench/results/latest.json and latencies.svg.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { redisOptionsFromUrl } from "../src/gateway/redis-url.js";
@@ -77,12 +77,14 @@ async function main(): Promise<number> {
   const ctx: BenchContext = { redisUrl: redis.url, quick: args.quick, progress: args.progress, workDir };
   const results: BenchResult[] = [];
   const started = Date.now();
+  // Other work on the machine skews every figure: the load is recorded with the results.
+  const loadBefore = loadavg()[0];
   let version: string;
   try {
     version = await redisVersion(redis.url);
     console.log(
       `switchboard bench${args.quick ? " (quick)" : ""}: ${cpus().length} CPU(s) ${cpus()[0]?.model ?? ""}, node ${process.version}, ` +
-        `redis ${version} (${redis.private ? "private server" : "REDIS_URL"})`,
+        `redis ${version} (${redis.private ? "private server" : "REDIS_URL"}), load average ${loadBefore.toFixed(2)}`,
     );
     for (const name of args.only) {
       process.stderr.write(`\n> ${name}\n`);
@@ -113,7 +115,16 @@ async function main(): Promise<number> {
     generated_at: new Date().toISOString(),
     quick: args.quick,
     duration_s: Math.round((Date.now() - started) / 1000),
-    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? "unknown", memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, redis: version },
+    machine: {
+      cpus: cpus().length,
+      cpu_model: cpus()[0]?.model ?? "unknown",
+      memory_gb: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      platform: process.platform,
+      redis: version,
+      load_avg_1m_before: Number(loadBefore.toFixed(2)),
+      load_avg_1m_after: Number(loadavg()[0].toFixed(2)),
+    },
     targets,
     benchmarks: results.map((r) => ({ name: r.name, title: r.title, completed: r.figures.length > 0, figures: r.figures, notes: r.notes })),
   };

@@ -21,3 +21,15 @@ export function readMemory(pid: number): MemoryReading {
     return { rssMb: Number.NaN, peakMb: Number.NaN };
   }
 }
+
+/** The soft limit on open files of this process (children inherit it); null when unknown. */
+export function openFileLimit(): number | null {
+  try {
+    const limits = readFileSync("/proc/self/limits", "utf8");
+    const match = /^Max open files\s+(\d+|unlimited)/m.exec(limits);
+    if (!match) return null;
+    return match[1] === "unlimited" ? Number.POSITIVE_INFINITY : Number(match[1]);
+  } catch {
+    return null;
+  }
+}

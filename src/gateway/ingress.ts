@@ -28,7 +28,14 @@ export interface IngressDeps {
 const ENQUEUE_TIMEOUT_MS = 1500;
 
 export class Ingress implements GatewayIngress {
-  constructor(private readonly deps: IngressDeps) {}
+  /** Redis was up at least once: a later outage fails fast instead of waiting for a reconnect. */
+  private redisWasReady = false;
+
+  constructor(private readonly deps: IngressDeps) {
+    const connection = deps.queues.connection;
+    if (connection.status === "ready") this.redisWasReady = true;
+    else connection.once("ready", () => (this.redisWasReady = true));
+  }
 
   async accept(message: InboundMessage): Promise<AcceptResult> {
     const { store, metrics, logger } = this.deps;
@@ -64,7 +71,8 @@ export class Ingress implements GatewayIngress {
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */
   async enqueue(sessionId: string, inboxId: number): Promise<boolean> {
     try {
-      await waitUntilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
+      // At start-up the connection may still be connecting: give it a moment. In an outage, fail fast.
+      if (!this.redisWasReady) await waitUntilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
       await withTimeout(this.deps.queues.turns.add("turn", { sessionId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
       await this.deps.store.markInboxEnqueued([inboxId]);
       return true;

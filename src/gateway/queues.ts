@@ -66,6 +66,9 @@ export function createQueues(redisOptions: RedisOptions, prefix: string): Gatewa
       backoff: { type: "custom" },
     },
   });
+  // Connection errors surface through /health and the reconciler; keep them off stderr.
+  turns.on("error", () => undefined);
+  deliveries.on("error", () => undefined);
   return {
     turns,
     deliveries,

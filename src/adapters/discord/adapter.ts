@@ -16,6 +16,7 @@ import {
 } from "../../gateway/types.js";
 import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
 import { PartialSendTracker, sendParts, type PartOperations } from "../shared/multipart-send.js";
+import { RetryAfterGate } from "../shared/retry-after-gate.js";
 import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
@@ -54,6 +55,10 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
   const rest = new DiscordRest(apiUrl, config.botToken ?? null, deps.fetch ?? fetch);
   const publicKey = config.publicKey ? discordPublicKey(config.publicKey) : null;
   const tracker = new PartialSendTracker();
+  // Per destination: a 429 on a streamed preview also holds back the delivery that follows it.
+  const previewRateLimits = new RetryAfterGate();
+  const destination = (target: Record<string, unknown>): string =>
+    optionalString(target, "interaction_token") ?? optionalString(target, "channel_id") ?? "";
   let gateway: DiscordGatewayClient | null = null;
 
   const body = (content: string, replyTo: string | null): DiscordMessageBody => ({
@@ -129,6 +134,7 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
     },
 
     async send(reply: OutboundReply): Promise<SendResult> {
+      previewRateLimits.check(destination(reply.target), "Discord reply");
       const editId = optionalString(reply.target, "edit_message_id");
       const marked = editId === null && reply.possibleDuplicate;
       const text = marked ? markPossibleDuplicate(reply.text) : reply.text;
@@ -144,13 +150,17 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
     },
 
     async postMessage(target, text) {
-      const id = await opsFor(target).post(truncate(text), 0);
+      const key = destination(target);
+      previewRateLimits.check(key, "Discord preview");
+      const id = await previewRateLimits.track(key, () => opsFor(target).post(truncate(text), 0));
       rememberThread(target);
       return id;
     },
 
     async edit(target, platformMessageId, text) {
-      await opsFor(target).edit(platformMessageId, truncate(text));
+      const key = destination(target);
+      previewRateLimits.check(key, "Discord preview edit");
+      await previewRateLimits.track(key, () => opsFor(target).edit(platformMessageId, truncate(text)));
     },
 
     openStream(target) {

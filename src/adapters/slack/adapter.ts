@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
 import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
 import { PartialSendTracker, sendParts } from "../shared/multipart-send.js";
+import { RetryAfterGate } from "../shared/retry-after-gate.js";
 import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
@@ -50,6 +51,8 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
   const threads = deps.threads ?? new InMemoryThreadMemory();
   const client: WebClient = createSlackWebClient(config.botToken, normaliseSlackApiUrl(config.apiUrl), logger);
   const tracker = new PartialSendTracker();
+  // Per channel: a 429 on a streamed preview also holds back the delivery that follows it.
+  const previewRateLimits = new RetryAfterGate();
   let identity: Promise<string | null> | null = null;
 
   const botUserId = (): Promise<string | null> => {
@@ -112,6 +115,7 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
 
     async send(reply: OutboundReply): Promise<SendResult> {
       const channel = requiredString(reply.target, "channel", "slack");
+      previewRateLimits.check(channel, "Slack reply");
       const threadTs = optionalString(reply.target, "thread_ts");
       const editId = optionalString(reply.target, "edit_message_id");
       // An edit replaces text in place, so repeating it cannot duplicate anything.
@@ -155,13 +159,16 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
     async postMessage(target, text) {
       const channel = requiredString(target, "channel", "slack");
       const threadTs = optionalString(target, "thread_ts");
-      const ts = await post({ channel, threadTs }, text);
+      previewRateLimits.check(channel, "Slack preview");
+      const ts = await previewRateLimits.track(channel, () => post({ channel, threadTs }, text));
       rememberThread(target, channel, threadTs);
       return ts;
     },
 
     async edit(target, platformMessageId, text) {
-      await update(requiredString(target, "channel", "slack"), platformMessageId, text);
+      const channel = requiredString(target, "channel", "slack");
+      previewRateLimits.check(channel, "Slack preview edit");
+      await previewRateLimits.track(channel, () => update(channel, platformMessageId, text));
     },
 
     openStream(target) {

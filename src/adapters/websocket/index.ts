@@ -1,2 +1,1 @@
-export { createWebSocketAdapter } from "./adapter.js";
 export { acceptSend, inboundFromSend, WEBSOCKET_PLATFORM, type SendOutcome, type SendRequest } from "./inbound.js";

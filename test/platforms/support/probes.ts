@@ -42,3 +42,22 @@ export async function recordEvents(gateway: GatewayHandle, sessionId: string): P
 export function settle(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * Stamps each call a fake records with the time it was recorded (the fakes keep no times):
+ * returns a lookup from a recorded call to its time.
+ */
+export function stampCalls<T extends object>(calls: T[]): (call: T) => number {
+  const times = new WeakMap<T, number>();
+  const push = calls.push.bind(calls);
+  calls.push = (...items: T[]): number => {
+    const now = Date.now();
+    for (const item of items) times.set(item, now);
+    return push(...items);
+  };
+  return (call) => {
+    const at = times.get(call);
+    if (at === undefined) throw new Error("call was recorded before stamping started");
+    return at;
+  };
+}

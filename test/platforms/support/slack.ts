@@ -41,13 +41,22 @@ export function slackMention(question: string, channel = `C0${uniqueToken()}`): 
   return { body: JSON.stringify(envelope), eventId, channel, ts, question };
 }
 
-/** The bot's own message in a thread (Slack sends these to the app too). */
-export function slackOwnMessage(channel: string, threadTs: string): { body: string; eventId: string } {
+/** The bot's own message in a thread, as Slack echoes it back to the app after the bot posted it. */
+export function slackOwnMessage(channel: string, threadTs: string, posted: { ts: string; text: string }): { body: string; eventId: string } {
   const envelope = fixtureJson<SlackEnvelope>("slack", "own_message.json");
+  const eventId = `Ev0${uniqueToken()}`;
+  envelope.event_id = eventId;
+  envelope.event = { ...envelope.event, ts: posted.ts, event_ts: posted.ts, text: posted.text, channel, thread_ts: threadTs };
+  return { body: JSON.stringify(envelope), eventId };
+}
+
+/** A person's reply (no mention) in a thread. */
+export function slackThreadReply(channel: string, threadTs: string, text: string): { body: string; eventId: string } {
+  const envelope = fixtureJson<SlackEnvelope>("slack", "message_thread_reply.json");
   const ts = freshTs();
   const eventId = `Ev0${uniqueToken()}`;
   envelope.event_id = eventId;
-  envelope.event = { ...envelope.event, ts, event_ts: ts, channel, thread_ts: threadTs };
+  envelope.event = { ...envelope.event, ts, event_ts: ts, text, channel, thread_ts: threadTs };
   return { body: JSON.stringify(envelope), eventId };
 }
 
