@@ -138,7 +138,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
     figures: [
       { key: "ingress_p50_ms", label: "ack p50 (one process: ingress + workers)", value: round(a.p50), unit: "ms" },
       { key: "ingress_p99_ms", label: "ack p99 (one process: ingress + workers)", value: round(a.p99), unit: "ms", target: { op: "<=", value: 10 } },
-      { key: "ingress_non_202", label: "acks other than 202 (all three runs)", value: failed(one) + failed(split) + failed(bare), unit: "", target: { op: "<=", value: 0 } },
+      { key: "ingress_non_202", label: "acks other than 202 (all three layouts)", value: failed(one) + failed(split) + failed(bare), unit: "", target: { op: "<=", value: 0 } },
       { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + a worker process)", value: round(b.p50), unit: "ms" },
       { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + a worker process)", value: round(b.p99), unit: "ms" },
       { key: "ingress_bare_p50_ms", label: "ack p50 (no turns running anywhere)", value: round(c.p50), unit: "ms" },

@@ -87,7 +87,8 @@ function panel(series: LatencySeries, color: string, x0: number, y0: number): st
   if (series.targetMs !== undefined) {
     const y = py(series.targetMs).toFixed(1);
     parts.push(`<line x1="${px(0)}" x2="${px(xMax)}" y1="${y}" y2="${y}" stroke="#d62728" stroke-dasharray="6 4"/>`);
-    parts.push(`<text x="${px(xMax) - 4}" y="${Number(y) - 4}" font-size="10" fill="#d62728" text-anchor="end">target ${fmtMs(series.targetMs)} ms</text>`);
+    // On the left, where the curve's labels (p99 near the right edge) do not go.
+    parts.push(`<text x="${px(0) + 4}" y="${Number(y) - 4}" font-size="10" fill="#d62728">target ${fmtMs(series.targetMs)} ms</text>`);
   }
   for (const p of [50, 99]) {
     const value = percentile(sorted, p);
