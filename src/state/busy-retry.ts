@@ -1,5 +1,5 @@
 // better-sqlite3 is synchronous: a long SQLite busy timeout would freeze the event loop while
-// another writer holds the lock. So the connection waits only briefly inside SQLite, and this
+// another writer holds the lock. So the connection does not wait inside SQLite (busy_timeout 0 by default), and this
 // module retries SQLITE_BUSY / SQLITE_LOCKED asynchronously, with jitter, up to a long deadline.
 import { setTimeout as sleep } from "node:timers/promises";
 

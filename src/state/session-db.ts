@@ -36,7 +36,8 @@ import type {
 export interface SessionDBOptions {
   /** Cross-process release wake-ups (the gateway wires Redis pub/sub here). */
   notifier?: LeaseReleaseNotifier;
-  /** How long SQLite itself may block on a lock before the async retry takes over. Default 25 ms. */
+  /** How long SQLite itself may block on a lock before the async retry takes over. Default 0:
+   *  every wait happens in the async retry, so a locked file never stalls the event loop. */
   busyTimeoutMs?: number;
   /** Fallback poll while waiting for a lease, when no wake-up comes. Default 250 ms. */
   pollIntervalMs?: number;
@@ -53,7 +54,7 @@ export interface SessionDBOptions {
 }
 
 const DEFAULTS = {
-  busyTimeoutMs: 25,
+  busyTimeoutMs: 0,
   pollIntervalMs: 250,
   defaultTtlSeconds: 120,
   defaultWaitSeconds: 600,
