@@ -74,7 +74,8 @@ export class Ingress implements GatewayIngress {
       // At start-up the connection may still be connecting: give it a moment. In an outage, fail fast.
       if (!this.redisWasReady) await waitUntilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
       await withTimeout(this.deps.queues.turns.add("turn", { sessionId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
-      await this.deps.store.markInboxEnqueued([inboxId]);
+      // No write to mark it: the hot path keeps to one SQLite write per message. The reconciler
+      // stamps enqueued_at on the rows it had to re-enqueue.
       return true;
     } catch (err) {
       this.deps.logger.warn({ inboxId, err: (err as Error).message }, "enqueue failed; the inbox row stays pending for the reconciler");

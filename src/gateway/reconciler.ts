@@ -57,6 +57,7 @@ export class Reconciler {
         if (!(await ingress.enqueue(row.session_id, row.id))) return count;
         count++;
       }
+      if (pending.length > 0) await store.markInboxEnqueued(pending.map((r) => r.id));
       const unsent = await store.listUnsentDeliveries(10_000);
       await deliveries.enqueue(unsent);
       count += unsent.length;

@@ -173,7 +173,8 @@ export class SessionDB implements SessionStore {
   }
 
   async ensureSessionForKey(sessionKey: string, newId: string, input: CreateSessionInput): Promise<SessionRow> {
-    return this.run(() => this.ensureForKeyTransaction(sessionKey, newId, input));
+    // The common case (the key has a live session) is a read: no write lock per inbound message.
+    return this.run(() => this.sessions.liveForKey(sessionKey) ?? this.ensureForKeyTransaction(sessionKey, newId, input));
   }
 
   async resolveResumeSessionId(sessionId: string): Promise<string> {

@@ -98,6 +98,11 @@ export class SessionSql {
    * compressed one, else a new session named `newId`. Run it inside a write transaction so two
    * first messages racing on one key get one session.
    */
+  /** The live session of a key, without writing (null: ensureForKey must create one). */
+  liveForKey(sessionKey: string): SessionRow | null {
+    return this.selectLiveForKey.get(sessionKey) ?? null;
+  }
+
   ensureForKey(sessionKey: string, newId: string, input: CreateSessionInput, now: number): SessionRow {
     const live = this.selectLiveForKey.get(sessionKey);
     if (live) return live;
