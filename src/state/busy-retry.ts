@@ -8,9 +8,12 @@ export function isSqliteBusy(err: unknown): boolean {
   return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
 }
 
-/** Exponential backoff from 5 ms to 100 ms, jittered so contending processes spread out. */
+/**
+ * Exponential backoff from 1 ms to 100 ms, jittered so contending processes spread out. WAL write
+ * locks are held for well under a millisecond in normal operation, so the first retries are quick.
+ */
 export function busyBackoffMs(attempt: number): number {
-  const base = Math.min(100, 5 * 2 ** Math.min(attempt, 5));
+  const base = Math.min(100, 2 ** Math.min(attempt, 7));
   return base * (0.5 + Math.random());
 }
 

@@ -60,6 +60,8 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
   const destination = (target: Record<string, unknown>): string =>
     optionalString(target, "interaction_token") ?? optionalString(target, "channel_id") ?? "";
   let gateway: DiscordGatewayClient | null = null;
+  let stopped = false;
+  let reconnectTimer: NodeJS.Timeout | null = null;
 
   const body = (content: string, replyTo: string | null): DiscordMessageBody => ({
     content,
@@ -116,19 +118,32 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
           discordRoutes(ingress, { publicKey, bodyLimitBytes: deps.bodyLimitBytes, logger, now })
       : undefined,
 
+    // Discord being unreachable must not keep the gateway from starting: connect in the
+    // background and retry with backoff (interactions and replies work meanwhile).
     start: config.botToken
       ? async (ingress: GatewayIngress) => {
-          gateway = await startDiscordGatewayClient({
-            token: config.botToken as string,
-            apiUrl,
-            ingress,
-            threads,
-            logger,
-          });
+          stopped = false;
+          const connect = async (attempt: number): Promise<void> => {
+            try {
+              const client = await startDiscordGatewayClient({ token: config.botToken as string, apiUrl, ingress, threads, logger });
+              if (stopped) await client.stop();
+              else gateway = client;
+            } catch (error) {
+              if (stopped) return;
+              const delayMs = Math.min(300_000, 5_000 * 2 ** attempt);
+              logger.warn({ err: (error as Error).message, retryInMs: delayMs }, "discord gateway connection failed; retrying");
+              reconnectTimer = setTimeout(() => void connect(attempt + 1), delayMs);
+              reconnectTimer.unref();
+            }
+          };
+          void connect(0);
         }
       : undefined,
 
     async stop() {
+      stopped = true;
+      if (reconnectTimer) clearTimeout(reconnectTimer);
+      reconnectTimer = null;
       await gateway?.stop();
       gateway = null;
     },
