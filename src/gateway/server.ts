@@ -128,6 +128,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       const turnWorkers = new TurnWorkers({
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         publishInterrupt: (request) => interrupts.publish(request),
+        enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
         dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
       });

@@ -29,6 +29,8 @@ export interface TurnWorkerDeps {
   /** Platforms whose replies go out through the deliveries ledger. */
   sendingPlatforms: () => Set<string>;
   dispatchDeliveries: (sessionId: string) => Promise<void>;
+  /** Add a wake-up job for an inbox row (ingress.enqueue). */
+  enqueue: (sessionId: string, inboxId: number) => Promise<boolean>;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
   openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
 }
@@ -101,17 +103,29 @@ export class TurnWorkers {
     const { store, config } = this.deps;
     const conversation = job.data.sessionId;
     const row = await store.getInboxRow(job.data.inboxId);
-    if (!row || row.status !== "pending") return; // consumed by an earlier turn: no-op
-    if (busyModeFor(config, row.platform) === "interrupt") {
+    if (row?.status === "pending" && busyModeFor(config, row.platform) === "interrupt") {
       await this.deps.publishInterrupt({ sessionId: conversation, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
-    // Drain: a turn consumes the head, which may be another job's row (that job was lost with a
-    // dead worker, or already completed as a no-op). Keep going while the session has pending
-    // rows, so no message waits for stalled-job recovery.
-    let next: InboxRow | undefined = row;
-    for (let turns = 0; next && turns < MAX_TURNS_PER_JOB; turns++) {
-      if (!(await this.runTurn(conversation, next))) return;
+    // A live turn on this conversation will drain its inbox after it releases the lease (see
+    // below), so this job need not hold a worker slot waiting: other sessions run meanwhile.
+    if (await store.liveSessionTurnLeaseHolder(conversation)) return;
+    // Drain: a turn consumes the head, which may be another job's row (its job was lost with a
+    // dead worker, or completed as a no-op above). Keep going while the session has pending rows;
+    // each check comes after the previous turn released the lease, so a job that saw the lease
+    // held cannot strand its row.
+    let [next] = row?.status === "pending" ? [row] : await store.pendingInbox(conversation, 1);
+    for (let turns = 0; next; turns++) {
+      if (turns >= MAX_TURNS_PER_JOB) {
+        // Yield the slot; a fresh wake-up carries on with the head.
+        await this.deps.enqueue(conversation, next.id);
+        return;
+      }
+      // Even a turn that found nothing to do (another turn consumed the head) checks again after
+      // its release: a job that saw this lease held relies on that check.
+      await this.runTurn(conversation, next);
       [next] = await store.pendingInbox(conversation, 1);
+      // Another job took the lease the moment it was released: that turn drains from here on.
+      if (next && (await store.liveSessionTurnLeaseHolder(conversation))) return;
     }
   }
 

@@ -93,6 +93,13 @@ export class LeaseSql {
     return this.deleteOwnRow.run(key, holder).changes > 0;
   }
 
+  /** The holder of a lease that is still live: not expired and not provably dead. Read only. */
+  liveHolder(key: string, now: number): string | null {
+    const row = this.selectRow.get(key);
+    if (!row || row.expires_at <= now || isHolderProvablyDead(row.holder, this.thisHost)) return null;
+    return row.holder;
+  }
+
   get(key: string): LeaseRow | null {
     const row = this.selectRow.get(key);
     return row ? { holder: row.holder, acquired_at: row.acquired_at, expires_at: row.expires_at } : null;

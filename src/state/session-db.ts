@@ -260,6 +260,10 @@ export class SessionDB implements SessionStore {
     }
   }
 
+  async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
+    return this.run(() => this.leases.liveHolder(this.sessions.lineageRoot(sessionId), this.clock()));
+  }
+
   async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
     return this.run(() => this.leases.get(this.sessions.lineageRoot(sessionId)));
   }

@@ -261,6 +261,11 @@ export interface SessionStore extends InboxStore, DeliveryStore {
   acquireSessionTurnLease(sessionId: string, holder: string, options?: LeaseAcquireOptions): Promise<boolean>;
   refreshSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;
   releaseSessionTurnLease(sessionId: string, holder: string): Promise<void>;
+  /**
+   * Who runs a turn on this session's conversation right now: the holder of a lease that has not
+   * expired and whose process is not provably dead; null when the lease is free or stale.
+   */
+  liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null>;
   getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null>;
 
   close(): Promise<void>;

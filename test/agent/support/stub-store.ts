@@ -133,6 +133,7 @@ export class StubStore implements SessionStore {
   markDeliverySent(): Promise<void> { return notUsed("markDeliverySent"); }
   markDeliveryFailed(): Promise<void> { return notUsed("markDeliveryFailed"); }
   setDeliveryEditTarget(): Promise<boolean> { return notUsed("setDeliveryEditTarget"); }
+  liveSessionTurnLeaseHolder(): Promise<string | null> { return notUsed("liveSessionTurnLeaseHolder"); }
   listUnsentDeliveries(): Promise<DeliveryRow[]> { return notUsed("listUnsentDeliveries"); }
   deliveriesForSession(): Promise<DeliveryRow[]> { return notUsed("deliveriesForSession"); }
 }
