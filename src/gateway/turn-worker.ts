@@ -3,16 +3,14 @@
 // order jobs are picked in; a job whose row was already consumed completes as a no-op.
 import { Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
-import { workerConnection } from "./queues.js";
 import type { Logger } from "pino";
-import { Agent } from "../agent/index.js";
+import { Agent, type AdmittedInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
-import type { ToolRegistry } from "../agent/index.js";
-import type { ConversationMessage, FlushExtras, InboxRow, SessionStore } from "../state/types.js";
+import type { FlushExtras, InboxRow, SessionStore } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "./bus-types.js";
-import { busyModeFor, type GatewayConfig } from "./config.js";
+import { busyModeFor, type BusyMode, type GatewayConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { TURN_QUEUE, type TurnJobData } from "./queues.js";
+import { TURN_QUEUE, workerConnection, type TurnJobData } from "./queues.js";
 import type { InboundMessage, ReplyStream } from "./types.js";
 
 export interface TurnWorkerDeps {
@@ -38,9 +36,16 @@ export interface TurnWorkerDeps {
 /** Turns one job may run back to back for its session before yielding its worker slot. */
 const MAX_TURNS_PER_JOB = 50;
 
+/** What one turn learns as it runs: its input rows, its streamed reply, when it began to wait. */
+interface TurnState {
+  inboxIds: number[];
+  stream: ReplyStream | null;
+  waitStarted: number | null;
+}
+
 interface RunningTurn {
   agent: Agent;
-  inboxIds: number[];
+  state: TurnState;
 }
 
 export class TurnWorkers {
@@ -71,7 +76,7 @@ export class TurnWorkers {
     if (!turns) return 0;
     let count = 0;
     for (const turn of turns) {
-      if (request.beforeInboxId !== undefined && !turn.inboxIds.some((id) => id < request.beforeInboxId!)) continue;
+      if (request.beforeInboxId !== undefined && !turn.state.inboxIds.some((id) => id < request.beforeInboxId!)) continue;
       turn.agent.interrupt(request.text, { hardCancel: request.hard ?? false });
       count++;
     }
@@ -131,77 +136,87 @@ export class TurnWorkers {
 
   /** One turn for the head of the conversation's inbox; false when there was nothing to do. */
   private async runTurn(conversation: string, row: InboxRow): Promise<boolean> {
-    const { store, config, metrics, logger } = this.deps;
-    const mode = busyModeFor(config, row.platform);
+    const { store, config, metrics } = this.deps;
     const tip = await store.resolveResumeSessionId(conversation);
-    const turn: RunningTurn = { agent: null as unknown as Agent, inboxIds: [] };
-    const publish = (kind: string, data: Record<string, unknown>): void => {
-      void this.deps.events.publish(conversation, kind, { ...data, inbox_ids: turn.inboxIds }).catch(() => undefined);
-    };
-    let waitStarted: number | null = null;
-    // Set inside the admission hook, read by the event callback and after the turn.
-    const streaming: { stream: ReplyStream | null } = { stream: null };
-    const agent = new Agent({
-      store,
-      provider: this.deps.provider,
-      sessionId: tip,
-      platform: row.platform,
-      tools: this.deps.tools,
-      systemPrompt: config.systemPrompt,
-      leaseTtlSeconds: config.leaseTtlSeconds,
-      leaseWaitSeconds: config.leaseWaitSeconds,
-      onEvent: (event: AgentEvent) => {
-        if (event.kind === "turn.waiting" && waitStarted === null) {
-          waitStarted = Date.now();
-          metrics.leaseWaits.inc();
-        }
-        if (event.kind === "turn.started" && waitStarted !== null) metrics.leaseWaitSeconds.observe((Date.now() - waitStarted) / 1000);
-        if (event.kind === "delta" && streaming.stream && typeof event.data.text === "string") streaming.stream.push(event.data.text);
-        publish(event.kind, { ...event.data, turn_session_id: event.sessionId });
-      },
-    });
-    turn.agent = agent;
+    const state: TurnState = { inboxIds: [], stream: null, waitStarted: null };
+    const turn: RunningTurn = { agent: this.createAgent(conversation, tip, row.platform, state), state };
     this.track(conversation, turn);
     metrics.runningTurns.inc();
     const started = Date.now();
     try {
       // No caller history: the agent reloads the transcript under the lease, never a stale read.
-      const result = await agent.runConversation(null, {
-        admittedInput: async ({ sessionId }: { sessionId: string }) => {
-          const limit = mode === "collect" ? config.collectMaxMessages : 1;
-          const head = await store.pendingInbox(conversation, limit);
-          if (head.length === 0) return null;
-          turn.inboxIds = head.map((r) => r.id);
-          const target = (head[head.length - 1].payload as unknown as InboundMessage).replyTarget;
-          if (target) streaming.stream = this.deps.openStream?.(head[head.length - 1].platform, target) ?? null;
-          await this.ensureSessionRow(sessionId, head[0]);
-          return {
-            messages: head.map((r) => userMessageOf(r)),
-            finalExtras: ({ status, finalResponse }: { status: "done" | "failed" | "interrupted"; finalResponse: string }) =>
-              this.finalExtras(head, sessionId, status, finalResponse),
-          };
-        },
+      const result = await turn.agent.runConversation(null, {
+        admittedInput: ({ sessionId }: { sessionId: string }) => this.admitHead(conversation, busyModeFor(config, row.platform), sessionId, state),
       });
       if (result.skipped) return false;
-      const outcome = result.interrupted ? "interrupted" : result.failed ? "failed" : "completed";
-      metrics.turns.inc({ platform: row.platform, outcome });
-      metrics.turnSeconds.observe({ platform: row.platform }, (Date.now() - started) / 1000);
-      if (result.failed && typeof result.error === "string" && result.error.startsWith("session_turn_lease_timeout")) {
-        // Another turn holds the session for very long: try again later; the row stays pending.
-        throw new Error(result.error);
-      }
-      if (turn.inboxIds.length > 0 && (await this.stillPending(turn.inboxIds))) {
-        // The final flush did not land (fenced out, storage error): mark the rows so they are not lost silently.
-        logger.warn({ inboxIds: turn.inboxIds, reason: result.failureReason }, "turn ended without recording its outcome; retrying");
-        throw new Error(`turn for inbox ${turn.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);
-      }
-      if (streaming.stream) await this.finishStream(streaming.stream, result.deliveryIds);
-      if (result.deliveryIds.length > 0) await this.deps.dispatchDeliveries(conversation).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
+      await this.afterTurn(conversation, row.platform, result, state, started);
       return true;
     } finally {
-      await streaming.stream?.close().catch(() => undefined);
+      await state.stream?.close().catch(() => undefined);
       metrics.runningTurns.dec();
       this.untrack(conversation, turn);
+    }
+  }
+
+  /** An agent for one turn; its events go to the bus (under the conversation id) and the stream. */
+  private createAgent(conversation: string, tip: string, platform: string, state: TurnState): Agent {
+    const { store, config, metrics } = this.deps;
+    return new Agent({
+      store,
+      provider: this.deps.provider,
+      sessionId: tip,
+      platform,
+      tools: this.deps.tools,
+      systemPrompt: config.systemPrompt,
+      leaseTtlSeconds: config.leaseTtlSeconds,
+      leaseWaitSeconds: config.leaseWaitSeconds,
+      onEvent: (event: AgentEvent) => {
+        if (event.kind === "turn.waiting" && state.waitStarted === null) {
+          state.waitStarted = Date.now();
+          metrics.leaseWaits.inc();
+        }
+        if (event.kind === "turn.started" && state.waitStarted !== null) metrics.leaseWaitSeconds.observe((Date.now() - state.waitStarted) / 1000);
+        if (event.kind === "delta" && state.stream && typeof event.data.text === "string") state.stream.push(event.data.text);
+        const data = { ...event.data, turn_session_id: event.sessionId, inbox_ids: state.inboxIds };
+        void this.deps.events.publish(conversation, event.kind, data).catch(() => undefined);
+      },
+    });
+  }
+
+  /** Under the lease: the head of the inbox (all pending, up to a cap, in collect mode) is this turn's input. */
+  private async admitHead(conversation: string, mode: BusyMode, sessionId: string, state: TurnState): Promise<AdmittedInput | null> {
+    const { store, config } = this.deps;
+    const head = await store.pendingInbox(conversation, mode === "collect" ? config.collectMaxMessages : 1);
+    if (head.length === 0) return null;
+    state.inboxIds = head.map((r) => r.id);
+    const last = head[head.length - 1];
+    const target = (last.payload as unknown as InboundMessage).replyTarget;
+    if (target) state.stream = this.deps.openStream?.(last.platform, target) ?? null;
+    await this.ensureSessionRow(sessionId, head[0]);
+    return {
+      messages: head.map((r) => userMessageOf(r)),
+      finalExtras: ({ status, finalResponse }) => this.finalExtras(head, sessionId, status, finalResponse),
+    };
+  }
+
+  /** Metrics, retry decisions, the streamed message and the reply's delivery. */
+  private async afterTurn(conversation: string, platform: string, result: TurnResult, state: TurnState, started: number): Promise<void> {
+    const { metrics, logger } = this.deps;
+    const outcome = result.interrupted ? "interrupted" : result.failed ? "failed" : "completed";
+    metrics.turns.inc({ platform, outcome });
+    metrics.turnSeconds.observe({ platform }, (Date.now() - started) / 1000);
+    if (result.failed && typeof result.error === "string" && result.error.startsWith("session_turn_lease_timeout")) {
+      // Another turn holds the session for very long: try again later; the row stays pending.
+      throw new Error(result.error);
+    }
+    if (state.inboxIds.length > 0 && (await this.stillPending(state.inboxIds))) {
+      // The final flush did not land (fenced out, storage error): fail the job so it is retried.
+      logger.warn({ inboxIds: state.inboxIds, reason: result.failureReason }, "turn ended without recording its outcome; retrying");
+      throw new Error(`turn for inbox ${state.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);
+    }
+    if (state.stream) await this.finishStream(state.stream, result.deliveryIds);
+    if (result.deliveryIds.length > 0) {
+      await this.deps.dispatchDeliveries(conversation).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
   }
 
@@ -264,5 +279,3 @@ function userMessageOf(row: InboxRow): { text: string; apiText: string | null; t
     displayMetadata: inbound.displayMetadata ?? { platform: row.platform, user_id: inbound.userId },
   };
 }
-
-export type { ConversationMessage };
