@@ -70,6 +70,12 @@ export async function startEmbeddedRedis(dir: string, options: { binary?: string
   mkdirSync(folder, { recursive: true });
   const socketPath = join(folder, "redis.sock");
   const pidFile = join(folder, "redis.pid");
+  const ownerFile = join(folder, "owner.pid");
+  // Another live gateway owns this folder's server: never take it away from it.
+  const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, "utf8").trim()) : 0;
+  if (owner > 0 && owner !== process.pid && isAlive(owner) && existsSync(pidFile)) {
+    throw new Error(`the private redis-server in ${folder} belongs to a running gateway (pid ${owner}); stop it first, or use another data folder (SWITCHBOARD_DATA_DIR)`);
+  }
   // A stale server from a crashed run: stop it only if the pid file names a live redis-server we started.
   if (existsSync(pidFile)) {
     const stalePid = Number(readFileSync(pidFile, "utf8").trim());
@@ -93,6 +99,7 @@ export async function startEmbeddedRedis(dir: string, options: { binary?: string
   if (child.pid === undefined) throw new Error("redis-server failed to start");
   const pid = child.pid;
   writeFileSync(pidFile, String(pid));
+  writeFileSync(ownerFile, String(process.pid));
   try {
     await waitForPing(socketPath, child, options.timeoutMs ?? 10_000);
   } catch (err) {
@@ -117,6 +124,7 @@ export async function startEmbeddedRedis(dir: string, options: { binary?: string
         if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       }
       rmSync(pidFile, { force: true });
+      rmSync(ownerFile, { force: true });
       rmSync(socketPath, { force: true });
     },
   };
