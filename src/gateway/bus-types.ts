@@ -5,8 +5,18 @@ export interface EventPublisher {
   publish(sessionId: string, kind: string, data: Record<string, unknown>): Promise<GatewayEvent>;
 }
 
+export interface SubscribeOptions {
+  /** Replay the stored events after this id first. */
+  since?: string;
+  /**
+   * Only events published once the subscription is live, without reading the stream: for a
+   * caller that checks durable state itself after subscribing (two Redis calls fewer).
+   */
+  liveOnly?: boolean;
+}
+
 export interface EventSubscriber {
-  subscribe(sessionId: string, listener: (event: GatewayEvent) => void, options?: { since?: string }): Promise<() => void>;
+  subscribe(sessionId: string, listener: (event: GatewayEvent) => void, options?: SubscribeOptions): Promise<() => void>;
 }
 
 export interface InterruptRequest {

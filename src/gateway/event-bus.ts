@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { EventPublisher, EventSubscriber } from "./bus-types.js";
+import type { EventPublisher, EventSubscriber, SubscribeOptions } from "./bus-types.js";
 import type { GatewayEvent } from "./types.js";
 
 export interface EventBusOptions {
@@ -231,17 +231,19 @@ export class EventBus implements EventPublisher, EventSubscriber {
   /**
    * Deliver the session's events to `listener` in order. With `since`, first the stored events
    * after it (exclusive); without, only events published after this call. Resolves once live
-   * delivery is in place; the returned function stops it.
+   * delivery is in place; the returned function stops it. `liveOnly` (without `since`) skips the
+   * stream reads: only events that arrive once the channel is subscribed.
    */
-  async subscribe(sessionId: string, listener: EventListener, options: { since?: string } = {}): Promise<() => void> {
+  async subscribe(sessionId: string, listener: EventListener, options: SubscribeOptions = {}): Promise<() => void> {
     if (this.closed) throw new Error("event bus is closed");
-    const start = options.since !== undefined ? parseStreamId(options.since) : await this.lastPosition(sessionId);
+    const liveOnly = options.liveOnly === true && options.since === undefined;
+    const start = options.since !== undefined ? parseStreamId(options.since) : liveOnly ? STREAM_START : await this.lastPosition(sessionId);
     if (!start) throw new Error(`not an event id: ${options.since}`);
     const feed = new CatchUpFeed<PositionedEvent>(
       (item) => item.position,
       (item) => this.callListener(listener, item.event),
       start,
-      { held: true },
+      { held: !liveOnly },
     );
     const channel = this.join(sessionId, feed);
     let unsubscribed = false;
@@ -252,7 +254,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
     };
     try {
       await channel.ready;
-      await feed.catchUp((after) => this.readPositioned(sessionId, after));
+      if (!liveOnly) await feed.catchUp((after) => this.readPositioned(sessionId, after));
     } catch (err) {
       unsubscribe();
       throw err;

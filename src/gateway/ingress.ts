@@ -9,7 +9,7 @@ import type { GatewayConfig } from "./config.js";
 import type { EventPublisher, EventSubscriber, InterruptPublisher } from "./bus-types.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { turnJobId, withTimeout, type GatewayQueues } from "./queues.js";
-import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
+import type { AcceptResult, GatewayEvent, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
   config: GatewayConfig;
@@ -107,11 +107,13 @@ export class Ingress implements GatewayIngress {
       // Events wake us at once; a slow poll covers a missed event (Redis outage).
       const poll = setInterval(() => void check(), 1000);
       const timer = setTimeout(() => finish(null, new OutcomeTimeoutError(inboxId, timeoutMs)), timeoutMs);
+      const onEvent = (event: GatewayEvent): void => {
+        const ids = event.data.inbox_ids;
+        if (Array.isArray(ids) && ids.includes(inboxId) && /^turn\.(completed|failed|interrupted)$/.test(event.kind)) void check();
+      };
+      // Live events suffice (no stream replay): check() reads the row once the subscription is in place.
       events
-        .subscribe(first.session_id, (event) => {
-          const ids = event.data.inbox_ids;
-          if (Array.isArray(ids) && ids.includes(inboxId) && /^turn\.(completed|failed|interrupted)$/.test(event.kind)) void check();
-        })
+        .subscribe(first.session_id, onEvent, { liveOnly: true })
         .then((off) => {
           if (settled) off();
           else unsubscribe = off;

@@ -87,7 +87,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       logger.info({ socket: embedded.socketPath }, "started a private redis-server (REDIS_URL is unset)");
     }
     const redisOptions: RedisOptions = redisOptionsFromUrl(redisUrl);
-    const redis = new Redis({ ...redisOptions, maxRetriesPerRequest: 2, retryStrategy: (n) => Math.min(50 * n, 1000) });
+    // Auto-pipelining: the commands running turns issue in one tick (events of many sessions,
+    // lease-release notices) leave in one socket write; one connection keeps their order.
+    const redis = new Redis({ ...redisOptions, maxRetriesPerRequest: 2, retryStrategy: (n) => Math.min(50 * n, 1000), enableAutoPipelining: true });
     const subscriber = new Redis({ ...redisOptions, maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(50 * n, 1000) });
     for (const client of [redis, subscriber]) client.on("error", () => undefined);
     cleanups.push(() => {

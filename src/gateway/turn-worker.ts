@@ -4,7 +4,7 @@
 import { Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { Agent, type AdmittedInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
+import { Agent, createBuiltinTools, type AdmittedInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
 import type { FlushExtras, InboxRow, SessionStore } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "./bus-types.js";
@@ -52,8 +52,12 @@ export class TurnWorkers {
   private worker: Worker<TurnJobData> | null = null;
   /** Turns running in this process, by conversation id: interrupts find them here. */
   private readonly running = new Map<string, Set<RunningTurn>>();
+  /** Built once: deriving the tools' JSON schemas per turn costs more than a turn's SQL reads. */
+  private readonly tools: ToolRegistry;
 
-  constructor(private readonly deps: TurnWorkerDeps) {}
+  constructor(private readonly deps: TurnWorkerDeps) {
+    this.tools = deps.tools ?? createBuiltinTools();
+  }
 
   start(): void {
     const { config, redisOptions } = this.deps;
@@ -166,7 +170,7 @@ export class TurnWorkers {
       provider: this.deps.provider,
       sessionId: tip,
       platform,
-      tools: this.deps.tools,
+      tools: this.tools,
       systemPrompt: config.systemPrompt,
       leaseTtlSeconds: config.leaseTtlSeconds,
       leaseWaitSeconds: config.leaseWaitSeconds,

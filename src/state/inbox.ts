@@ -10,8 +10,31 @@ interface StoredInboxRow extends Omit<InboxRow, "payload"> {
 
 const INBOX_STATUSES: InboxStatus[] = ["pending", "done", "failed", "interrupted", "rejected"];
 
+/**
+ * The payload is parsed on first read: most reads (the drain check, outcome waits, the ingress
+ * insert) need only ids and status, and a turn reads several rows.
+ */
 function toInboxRow(row: StoredInboxRow): InboxRow {
-  return { ...row, payload: fromJson<Record<string, unknown>>(row.payload) ?? {} };
+  const stored = row.payload;
+  let parsed: Record<string, unknown> | undefined;
+  return {
+    id: row.id,
+    platform: row.platform,
+    platform_message_id: row.platform_message_id,
+    session_id: row.session_id,
+    get payload(): Record<string, unknown> {
+      return (parsed ??= fromJson<Record<string, unknown>>(stored) ?? {});
+    },
+    set payload(value: Record<string, unknown>) {
+      parsed = value;
+    },
+    status: row.status,
+    received_at: row.received_at,
+    enqueued_at: row.enqueued_at,
+    completed_at: row.completed_at,
+    reply: row.reply,
+    reason: row.reason,
+  };
 }
 
 export class InboxSql {

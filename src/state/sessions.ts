@@ -9,6 +9,9 @@ export const COMPRESSION_END_REASON = "compression";
 /** Guards against a corrupt parent cycle. */
 const MAX_LINEAGE_DEPTH = 10_000;
 
+/** Bound on the ids remembered as their own lineage root; the set starts over when full. */
+const MAX_KNOWN_ROOTS = 50_000;
+
 interface ParentLink {
   parent_session_id: string | null;
 }
@@ -28,8 +31,14 @@ export class SessionSql {
   private readonly selectLiveForKey: Statement<[string], SessionRow>;
   private readonly selectCompressedForKey: Statement<[string], { id: string }>;
   private readonly exists: Statement<[string], { one: number }>;
+  /**
+   * Sessions whose stored row has no parent: their own lineage root for good, since a row's
+   * parent is set only when it is created and rows are never deleted. Saves the lookups a turn
+   * repeats (lease key, fence, release).
+   */
+  private readonly knownRoots = new Set<string>();
 
-  constructor(db: Database) {
+  constructor(private readonly db: Database) {
     this.insert = db.prepare(
       `INSERT INTO sessions (id, source, session_key, chat_id, thread_id, user_id, parent_session_id, started_at, title, model)
        VALUES (@id, @source, @session_key, @chat_id, @thread_id, @user_id, @parent_session_id, @started_at, @title, @model)
@@ -120,16 +129,26 @@ export class SessionSql {
 
   /** Walk parent_session_id up while the parent ended with 'compression'. No row: the id itself. */
   lineageRoot(id: string): string {
+    if (this.knownRoots.has(id)) return id;
     let current = id;
     const seen = new Set<string>([current]);
     for (let depth = 0; depth < MAX_LINEAGE_DEPTH; depth++) {
-      const parentId = this.selectParent.get(current)?.parent_session_id;
+      const link = this.selectParent.get(current);
+      const parentId = link?.parent_session_id;
+      if (depth === 0 && link && !parentId) this.rememberRoot(id);
       if (!parentId || seen.has(parentId)) return current;
       if (this.selectEndReason.get(parentId)?.end_reason !== COMPRESSION_END_REASON) return current;
       seen.add(parentId);
       current = parentId;
     }
     return current;
+  }
+
+  private rememberRoot(id: string): void {
+    // A row read inside a transaction may still be rolled back: remember only committed rows.
+    if (this.db.inTransaction) return;
+    if (this.knownRoots.size >= MAX_KNOWN_ROOTS) this.knownRoots.clear();
+    this.knownRoots.add(id);
   }
 
   /** Follow compression children down to the live tip (the newest child at each step). */

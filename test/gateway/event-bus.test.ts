@@ -128,6 +128,28 @@ describe("EventBus", () => {
     expect(seen.events.map((event) => event.data.n)).toEqual([1]);
   });
 
+  it("liveOnly delivers the events published after subscribing, in order, without reading the stream", async () => {
+    const { prefix } = setup();
+    const { bus, redis } = processBus(prefix);
+    await bus.publish("s", "delta", { n: 0 });
+    const streamReads: string[] = [];
+    const xrange = redis.xrange.bind(redis);
+    const xrevrange = redis.xrevrange.bind(redis);
+    redis.xrange = ((...args: Parameters<typeof xrange>) => (streamReads.push("xrange"), xrange(...args))) as typeof redis.xrange;
+    redis.xrevrange = ((...args: Parameters<typeof xrevrange>) => (streamReads.push("xrevrange"), xrevrange(...args))) as typeof redis.xrevrange;
+    const seen = collector();
+    const off = await bus.subscribe("s", seen.listener, { liveOnly: true });
+    for (let n = 1; n <= 3; n++) await bus.publish("s", "delta", { n });
+    await seen.waitFor(3);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    off();
+    expect(seen.events.map((event) => event.data.n)).toEqual([1, 2, 3]);
+    expect(streamReads).toEqual([]);
+    // The default subscribe reads the stream (its newest id, then what came after it).
+    await bus.subscribe("s", () => undefined);
+    expect(streamReads).toEqual(["xrevrange", "xrange"]);
+  });
+
   it("with since, replays exactly the events after it, then live ones", async () => {
     const { prefix } = setup();
     const { bus } = processBus(prefix);

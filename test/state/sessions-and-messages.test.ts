@@ -148,6 +148,21 @@ describe("compression lineage", () => {
     expect(await db.conversationRootId("client-id")).toBe("client-id");
   });
 
+  it("a root read earlier follows rows created later and parents compressed later", async () => {
+    const db = store.open();
+    await db.createSession("p", { source: "t" });
+    expect(await db.conversationRootId("late")).toBe("late");
+    expect(await db.conversationRootId("p")).toBe("p");
+    await db.createSession("c", { source: "t", parentSessionId: "p" });
+    // The parent has not ended yet: the child is its own root until the parent ends in compression.
+    expect(await db.conversationRootId("c")).toBe("c");
+    await db.endSession("p", "compression");
+    expect(await db.conversationRootId("c")).toBe("p");
+    await db.createSession("late", { source: "t", parentSessionId: "p" });
+    expect(await db.conversationRootId("late")).toBe("p");
+    expect(await db.conversationRootId("p")).toBe("p");
+  });
+
   it("resolveResumeSessionId walks compression children down to the tip and stops at other end reasons", async () => {
     const db = store.open();
     await chain(db);
