@@ -9,6 +9,7 @@ import type { GatewayConfig } from "./config.js";
 import type { EventPublisher, EventSubscriber, InterruptPublisher } from "./bus-types.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { turnJobId, withTimeout, type GatewayQueues } from "./queues.js";
+import { payloadOf } from "./inbox-payload.js";
 import type { AcceptResult, GatewayEvent, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
@@ -53,7 +54,7 @@ export class Ingress implements GatewayIngress {
       platform: message.platform,
       platformMessageId: message.platformMessageId,
       sessionId,
-      payload: message as unknown as Record<string, unknown>,
+      payload: payloadOf(message),
       receivedAt: message.receivedAt / 1000,
     });
     if (!inserted) {
@@ -173,7 +174,7 @@ export class Ingress implements GatewayIngress {
       platform: message.platform,
       platformMessageId: message.platformMessageId,
       sessionId,
-      payload: { ...(message as unknown as Record<string, unknown>), command: name },
+      payload: payloadOf(message, { command: name }),
       receivedAt: message.receivedAt / 1000,
     });
     if (!inserted) {

@@ -11,7 +11,8 @@ import type { EventPublisher, InterruptRequest } from "./bus-types.js";
 import { busyModeFor, type BusyMode, type GatewayConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { TURN_QUEUE, workerConnection, type TurnJobData } from "./queues.js";
-import type { InboundMessage, ReplyStream } from "./types.js";
+import { inboundOf } from "./inbox-payload.js";
+import type { ReplyStream } from "./types.js";
 
 export interface TurnWorkerDeps {
   config: GatewayConfig;
@@ -194,7 +195,7 @@ export class TurnWorkers {
     if (head.length === 0) return null;
     state.inboxIds = head.map((r) => r.id);
     const last = head[head.length - 1];
-    const target = (last.payload as unknown as InboundMessage).replyTarget;
+    const target = inboundOf(last).replyTarget;
     if (target) state.stream = this.deps.openStream?.(last.platform, target) ?? null;
     await this.ensureSessionRow(sessionId, head[0]);
     return {
@@ -237,7 +238,7 @@ export class TurnWorkers {
 
   private finalExtras(head: InboxRow[], sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): FlushExtras {
     const last = head[head.length - 1];
-    const inbound = last.payload as unknown as InboundMessage;
+    const inbound = inboundOf(last);
     const sends = this.deps.sendingPlatforms().has(last.platform) && inbound.replyTarget && finalResponse;
     return {
       completeInbox: { ids: head.map((r) => r.id), reply: finalResponse, status },
@@ -249,7 +250,7 @@ export class TurnWorkers {
   private async ensureSessionRow(sessionId: string, row: InboxRow): Promise<void> {
     const { store } = this.deps;
     if (await store.getSession(sessionId)) return;
-    const inbound = row.payload as unknown as InboundMessage;
+    const inbound = inboundOf(row);
     await store.createSession(sessionId, {
       source: inbound.platform,
       sessionKey: inbound.sessionKey,
@@ -273,7 +274,7 @@ export class TurnWorkers {
 }
 
 function userMessageOf(row: InboxRow): { text: string; apiText: string | null; timestamp: number; platformMessageId: string; displayKind: string | null; displayMetadata: Record<string, unknown> | null } {
-  const inbound = row.payload as unknown as InboundMessage;
+  const inbound = inboundOf(row);
   return {
     text: inbound.text,
     apiText: inbound.apiText ?? null,
