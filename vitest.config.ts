@@ -9,6 +9,7 @@ export default defineConfig({
     // Tests spawn real processes and servers; two cores do not gain from more forks.
     pool: "forks",
     maxWorkers: 2,
-    reporters: ["default"],
+    // The JSON report feeds the one-line summary CI prints ("N passed, N failed").
+    reporters: ["default", ["json", { outputFile: "test-output/vitest-report.json" }]],
   },
 });
