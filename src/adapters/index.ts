@@ -26,6 +26,7 @@ export { ThrottledEditor, type MessageSink, type ThrottledEditorOptions } from "
 export { createStreamingReply, type MessagePoster } from "./shared/streaming.js";
 export { InMemoryThreadMemory, type ThreadMemory } from "./shared/thread-memory.js";
 export { POSSIBLE_DUPLICATE_NOTE } from "./shared/duplicate-marker.js";
+export { THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "./thread-keys.js";
 
 export interface AdaptersConfig {
   slack?: SlackConfig;

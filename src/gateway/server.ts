@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { createProvider } from "../agent/providers/index.js";
 import type { ModelProvider } from "../agent/types.js";
 import { SessionDB } from "../state/index.js";
-import { createAdapters } from "../adapters/index.js";
+import { createAdapters, THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/index.js";
 import { createApiServerRouter } from "../adapters/api-server/index.js";
 import { acceptSend } from "../adapters/websocket/index.js";
 import { consoleRouter } from "../console/router.js";
@@ -30,6 +30,7 @@ import { Reconciler } from "./reconciler.js";
 import { RedisLeaseNotifier } from "./redis-lease-notifier.js";
 import { redisOptionsFromUrl } from "./redis-url.js";
 import { sessionsRouter } from "./sessions-api.js";
+import { SharedThreadMemory } from "./thread-memory.js";
 import { TurnWorkers } from "./turn-worker.js";
 import type { PlatformAdapter } from "./types.js";
 import { attachWebSocketHub, type WebSocketHub } from "./ws/index.js";
@@ -112,9 +113,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const queues = createQueues(redisOptions, prefix);
     cleanups.push(() => queues.close());
 
+    const threads = await SharedThreadMemory.start({
+      store, redis, subscriber, channel: `${prefix}:threads`, prefixes: THREADED_SESSION_PREFIXES, threadKeyOf: threadKeyForSessionKey, logger,
+    });
+    cleanups.push(() => threads.close());
     const adapterList: PlatformAdapter[] = createAdapters(
       { slack: config.slack ?? undefined, discord: config.discord ?? undefined, webhooks: config.webhooks },
-      { logger, bodyLimitBytes: config.bodyLimitBytes },
+      { logger, bodyLimitBytes: config.bodyLimitBytes, threads },
     );
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
     const sendingPlatforms = (): Set<string> => new Set(adapters.keys());

@@ -168,6 +168,10 @@ export class SessionDB implements SessionStore {
   }
 
   /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
+  async sessionKeysWithPrefix(prefix: string, limit = 100_000): Promise<string[]> {
+    return this.run(() => this.sessions.keysWithPrefix(prefix, limit));
+  }
+
   async listSessions(options: { limit?: number } = {}): Promise<SessionSummary[]> {
     return this.run(() => this.sessions.listRecent(options.limit ?? 100));
   }

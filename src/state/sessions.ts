@@ -29,6 +29,7 @@ export class SessionSql {
   private readonly end: Statement<[number, string, string]>;
   private readonly list: Statement<[number], SessionSummary>;
   private readonly selectLiveForKey: Statement<[string], SessionRow>;
+  private readonly selectKeysWithPrefix: Statement<[string, string, number], { session_key: string }>;
   private readonly selectCompressedForKey: Statement<[string], { id: string }>;
   private readonly exists: Statement<[string], { one: number }>;
   /**
@@ -60,6 +61,10 @@ export class SessionSql {
          FROM sessions s
         ORDER BY COALESCE(last_activity, s.started_at) DESC, s.rowid DESC
         LIMIT ?`,
+    );
+    // A range on the session_key index: every key that starts with the prefix.
+    this.selectKeysWithPrefix = db.prepare(
+      "SELECT DISTINCT session_key FROM sessions WHERE session_key >= ? AND session_key < ? ORDER BY session_key LIMIT ?",
     );
     this.selectLiveForKey = db.prepare(
       "SELECT * FROM sessions WHERE session_key = ? AND ended_at IS NULL ORDER BY started_at DESC, rowid DESC LIMIT 1",
@@ -121,6 +126,11 @@ export class SessionSql {
       if (tip && tip.ended_at === null) return tip;
     }
     return this.create(newId, { ...input, sessionKey }, now);
+  }
+
+  keysWithPrefix(prefix: string, limit: number): string[] {
+    // Every string with the prefix sorts at or after it and before prefix + U+FFFF.
+    return this.selectKeysWithPrefix.all(prefix, `${prefix}\uffff`, limit).map((r) => r.session_key);
   }
 
   listRecent(limit: number): SessionSummary[] {

@@ -237,6 +237,8 @@ export interface SessionStore extends InboxStore, DeliveryStore {
   createSession(id: string, input: CreateSessionInput): Promise<SessionRow>;
   getSession(id: string): Promise<SessionRow | null>;
   endSession(id: string, reason: string): Promise<void>;
+  /** Distinct routing keys that start with `prefix` (e.g. every Slack thread the bot was in). */
+  sessionKeysWithPrefix(prefix: string, limit?: number): Promise<string[]>;
   /** Newest activity first. */
   listSessions(options?: { limit?: number }): Promise<SessionSummary[]>;
   /**

@@ -346,3 +346,22 @@ describe("messages", () => {
     });
   });
 });
+
+describe("session keys by prefix", () => {
+  it("lists each routing key with the prefix once, and no other", async () => {
+    const temp = tempStore("sb-keys");
+    const db = temp.open();
+    try {
+      await db.createSession("a", { source: "slack", sessionKey: "slack:T:C:1.1" });
+      await db.createSession("b", { source: "slack", sessionKey: "slack:T:C:1.1" });
+      await db.createSession("c", { source: "slack", sessionKey: "slack:T:C:2.2" });
+      await db.createSession("d", { source: "discord", sessionKey: "discord:G:C:TH" });
+      await db.createSession("e", { source: "api", sessionKey: "slackish" });
+      expect(await db.sessionKeysWithPrefix("slack:")).toEqual(["slack:T:C:1.1", "slack:T:C:2.2"]);
+      expect(await db.sessionKeysWithPrefix("discord:")).toEqual(["discord:G:C:TH"]);
+      expect(await db.sessionKeysWithPrefix("slack:", 1)).toHaveLength(1);
+    } finally {
+      await temp.cleanup();
+    }
+  });
+});

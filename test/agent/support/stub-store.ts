@@ -134,6 +134,7 @@ export class StubStore implements SessionStore {
   markDeliveryFailed(): Promise<void> { return notUsed("markDeliveryFailed"); }
   setDeliveryEditTarget(): Promise<boolean> { return notUsed("setDeliveryEditTarget"); }
   liveSessionTurnLeaseHolder(): Promise<string | null> { return notUsed("liveSessionTurnLeaseHolder"); }
+  sessionKeysWithPrefix(): Promise<string[]> { return notUsed("sessionKeysWithPrefix"); }
   listUnsentDeliveries(): Promise<DeliveryRow[]> { return notUsed("listUnsentDeliveries"); }
   deliveriesForSession(): Promise<DeliveryRow[]> { return notUsed("deliveriesForSession"); }
 }
