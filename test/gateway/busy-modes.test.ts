@@ -111,3 +111,32 @@ describe("slash commands", () => {
     expect((await store.getSession(first.sessionId))?.end_reason).toBe("reset");
   }, 60_000);
 });
+
+describe("session keys", () => {
+  let gw: TestGateway | null = null;
+  const temp = makeTempDir("sb-keys");
+  afterEach(async () => {
+    await gw?.stop();
+    gw = null;
+  });
+
+  it("maps platform + chat + thread to one session, and adds the user where configured", async () => {
+    const file = join(temp.dir, "per-user.yaml");
+    writeFileSync(file, "session_per_user: [peruser]\n");
+    gw = await startTestGateway({ http: false, workers: false, env: { SWITCHBOARD_CONFIG: file } });
+    const { ingress } = gw.gateway;
+    const shared = (user: string, thread: string | null) => inbound("room", `hi from ${user}`, { userId: user, threadId: thread, sessionKey: thread ? `test:room:${thread}` : "test:room" });
+    const a = await ingress.accept(shared("ann", null));
+    const b = await ingress.accept(shared("bob", null));
+    const t = await ingress.accept(shared("ann", "thread-1"));
+    const perUser = (user: string) => inbound("room", `hi from ${user}`, { platform: "peruser", userId: user, sessionKey: "peruser:room" });
+    const pa = await ingress.accept(perUser("ann"));
+    const pb = await ingress.accept(perUser("bob"));
+    const pa2 = await ingress.accept(perUser("ann"));
+    const id = (r: Awaited<ReturnType<typeof ingress.accept>>): string => (r.status === "accepted" ? r.sessionId : "x");
+    expect(id(a)).toBe(id(b)); // one chat, one conversation
+    expect(id(t)).not.toBe(id(a)); // a thread is its own conversation
+    expect(id(pa)).not.toBe(id(pb)); // per user where configured
+    expect(id(pa2)).toBe(id(pa));
+  });
+});
