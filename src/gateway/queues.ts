@@ -38,33 +38,22 @@ export function createQueues(redisOptions: RedisOptions, prefix: string): Gatewa
   connection.on("error", () => {
     // Reported through /health; ioredis reconnects on its own.
   });
+  const shared = {
+    connection,
+    prefix,
+    skipWaitingForReady: true,
+    // The version check sends INFO at construction, which the fail-fast connection refuses before
+    // it is ready; the failed check would poison the queue for good.
+    skipVersionCheck: true,
+  };
   const turns = new Queue<TurnJobData>(TURN_QUEUE, {
-    connection,
-    prefix,
-    skipWaitingForReady: true,
-    // The version check sends INFO at construction, which the fail-fast connection refuses before
-    // it is ready; the failed check would poison the queue for good.
-    skipVersionCheck: true,
-    defaultJobOptions: {
-      removeOnComplete: true,
-      removeOnFail: 1000,
-      attempts: 20,
-      backoff: { type: "exponential", delay: 1000 },
-    },
+    ...shared,
+    defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000, attempts: 20, backoff: { type: "exponential", delay: 1000 } },
   });
+  // Delivery retries follow the worker's backoff strategy (Retry-After aware).
   const deliveries = new Queue<DeliveryJobData>(DELIVERY_QUEUE, {
-    connection,
-    prefix,
-    skipWaitingForReady: true,
-    // The version check sends INFO at construction, which the fail-fast connection refuses before
-    // it is ready; the failed check would poison the queue for good.
-    skipVersionCheck: true,
-    defaultJobOptions: {
-      removeOnComplete: true,
-      removeOnFail: 1000,
-      attempts: 12,
-      backoff: { type: "custom" },
-    },
+    ...shared,
+    defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000, attempts: 12, backoff: { type: "custom" } },
   });
   // Connection errors surface through /health and the reconciler; keep them off stderr.
   turns.on("error", () => undefined);
