@@ -177,6 +177,17 @@ describe("POST /v1/chat/completions (non-streaming)", () => {
     expect(ingress.accepted[1].seedHistory).toBeUndefined();
   });
 
+  it("scopes an Idempotency-Key to the addressed session: the same key in two sessions makes two turns", async () => {
+    const body = { model: "m", messages: [{ role: "user", content: "hello" }] };
+    const a = await post(body, { "Idempotency-Key": "1", "X-Session-Id": "scope-a" });
+    const b = await post(body, { "Idempotency-Key": "1", "X-Session-Id": "scope-b" });
+    const again = await post(body, { "Idempotency-Key": "1", "X-Session-Id": "scope-a" });
+    expect([a.status, b.status, again.status]).toEqual([200, 200, 200]);
+    expect(ingress.accepted.map((m) => m.platformMessageId)).toEqual(["idem:scope-a:1", "idem:scope-b:1", "idem:scope-a:1"]);
+    expect(ingress.turnsRun).toHaveLength(2);
+    expect(again.text).toBe(a.text);
+  });
+
   it("maps a failed turn to 502 turn_failed, a timeout to 504 and a rejected message to 400", async () => {
     ingress.turn = async (turn) => {
       await turn.publish("turn.started");

@@ -73,7 +73,9 @@ async function prepare(deps: ApiServerDeps, req: Request): Promise<PreparedReque
     if (err instanceof RequestError) throw new HttpError(400, err.code, err.message);
     throw err;
   }
-  const platformMessageId = idempotencyKey ? `idem:${idempotencyKey}` : randomUUID();
+  // A key is scoped to the addressed session, so two conversations that both number their
+  // requests from 1 never take each other's answers; without a session it is global.
+  const platformMessageId = idempotencyKey ? (addressed ? `idem:${addressed}:${idempotencyKey}` : `idem:${idempotencyKey}`) : randomUUID();
   // An addressed session's durable transcript is its history: the request's earlier messages are
   // not stored again. A request without one gets a fresh session seeded from them.
   let sessionId = addressed ?? `api-${randomUUID()}`;
