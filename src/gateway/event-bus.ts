@@ -280,6 +280,31 @@ export class EventBus implements EventPublisher, EventSubscriber {
     }
   }
 
+  /**
+   * May events after `after` have been trimmed away (MAXLEN)? Then the oldest event still stored,
+   * else undefined. The stream knows how many entries were ever added and how many it holds; when
+   * it dropped some and `after` is older than its first entry, the replay cannot be complete.
+   */
+  async trimmedAfter(sessionId: string, after: StreamPosition): Promise<{ oldest: string } | undefined> {
+    let info: unknown[];
+    try {
+      info = (await this.redis.xinfo("STREAM", this.streamKey(sessionId))) as unknown[];
+    } catch {
+      return undefined; // no stream (never written, or expired): nothing to compare with
+    }
+    const field = (name: string): unknown => {
+      const index = info.indexOf(name);
+      return index >= 0 ? info[index + 1] : undefined;
+    };
+    const added = Number(field("entries-added"));
+    const length = Number(field("length"));
+    const first = field("first-entry");
+    const oldest = Array.isArray(first) && typeof first[0] === "string" ? first[0] : null;
+    const oldestPosition = oldest ? parseStreamId(oldest) : null;
+    if (!oldest || !oldestPosition || !(added > length)) return undefined;
+    return comparePositions(after, oldestPosition) < 0 ? { oldest } : undefined;
+  }
+
   /** The id of the session's newest stored event, or the stream start when there is none. */
   async lastPosition(sessionId: string): Promise<StreamPosition> {
     const newest = await this.redis.xrevrange(this.streamKey(sessionId), "+", "-", "COUNT", 1);

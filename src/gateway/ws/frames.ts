@@ -19,6 +19,8 @@ export type ErrorCode =
   | "too_many_subscriptions"
   | "busy"
   | "unavailable"
+  /** `since` is older than what the session's stream still stores: some events cannot be replayed. */
+  | "events_trimmed"
   | "internal";
 
 // The same rule as the API's X-Session-Id: a client-addressed session is one id on every surface.

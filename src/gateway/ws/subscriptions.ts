@@ -15,7 +15,7 @@ import type { HubClient } from "./client.js";
 import { eventFrame } from "./frames.js";
 
 /** What the hub needs from the EventBus. */
-export type HubEventSource = Pick<EventBus, "subscribe" | "replay">;
+export type HubEventSource = Pick<EventBus, "subscribe" | "replay" | "trimmedAfter">;
 
 interface OutgoingEvent {
   position: StreamPosition;
@@ -61,7 +61,16 @@ export class SubscriptionRegistry {
     client.sessions.add(sessionId);
     try {
       await session.ready;
-      if (since !== undefined) await feed.catchUp((after) => this.replay(sessionId, after));
+      if (since !== undefined) {
+        const trimmed = await this.bus.trimmedAfter(sessionId, start);
+        if (trimmed) {
+          client.sendError(
+            { code: "events_trimmed", message: `some events after ${since} are no longer stored; replaying from ${trimmed.oldest}` },
+            { session_id: sessionId },
+          );
+        }
+        await feed.catchUp((after) => this.replay(sessionId, after));
+      }
     } catch (err) {
       if (session.clients.get(client) === feed) this.unsubscribe(client, sessionId);
       throw err;

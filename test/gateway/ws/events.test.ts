@@ -105,6 +105,29 @@ describe("WebSocket hub events", () => {
     await again.expectSilence(100);
   });
 
+  it("says so with an events_trimmed error when since is older than the stored events, then replays what is kept", async () => {
+    const fixture = await hub();
+    // A publisher that keeps only a short stream: Redis trims whole nodes of 100 entries.
+    const trimming = new EventBus({ redis: fixture.redis, prefix: fixture.prefix, maxLenPerSession: 10 });
+    const first = await trimming.publish("t", "delta", { n: 0 });
+    for (let n = 1; n < 250; n++) await trimming.publish("t", "delta", { n });
+
+    const late = await client(fixture);
+    const frames = await late.subscribe("t", first.id);
+    expect(frames[0]).toMatchObject({ type: "error", code: "events_trimmed", session_id: "t" });
+    const replayed = ns(frames.slice(1)) as number[];
+    expect(replayed.length).toBeGreaterThanOrEqual(10);
+    expect(replayed.length).toBeLessThan(249);
+    expect(replayed.at(-1)).toBe(249);
+    expect(replayed).toEqual(Array.from({ length: replayed.length }, (_, i) => 250 - replayed.length + i));
+
+    // A since that is still stored gets no such error.
+    const fine = await client(fixture);
+    const kept = await fine.subscribe("t", frames.at(-2)?.id as string);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]).toMatchObject({ type: "event" });
+  });
+
   it("with since, has no gap or duplicate while events keep coming and others watch live", async () => {
     const fixture = await hub();
     const live = await client(fixture);
