@@ -66,6 +66,7 @@ export class Agent implements FlushHost {
   maxSteps: number;
   compaction: CompactionOptions | null;
   onEvent: ((event: AgentEvent) => void) | null;
+  private readonly beforeRelease: (() => Promise<void>) | null;
   statusCallback: ((kind: StatusKind, text: string) => void) | null;
 
   /** Set by interrupt(); cleared when the turn ends. */
@@ -116,6 +117,7 @@ export class Agent implements FlushHost {
     this.maxSteps = Math.max(1, Math.floor(options.maxSteps ?? 8));
     this.compaction = options.compaction ?? null;
     this.onEvent = options.onEvent ?? null;
+    this.beforeRelease = options.beforeRelease ?? null;
     this.statusCallback = options.statusCallback ?? null;
   }
 
@@ -240,6 +242,7 @@ export class Agent implements FlushHost {
       return await this.runTurn(userMessage, options, history, signal);
     } finally {
       await refresher.stop();
+      await this.beforeRelease?.().catch(() => undefined);
       try {
         await store.releaseSessionTurnLease(leaseKey, holder);
       } catch (err) {

@@ -29,6 +29,11 @@ export interface AgentOptions {
   compaction?: CompactionOptions | null;
   onEvent?: (event: AgentEvent) => void;
   statusCallback?: (kind: StatusKind, text: string) => void;
+  /**
+   * Awaited after the turn and before the lease is released: the caller makes sure what the turn
+   * emitted is stored (e.g. its events published), so the next holder's events come after.
+   */
+  beforeRelease?: () => Promise<void>;
 }
 
 /** One user input read by the gateway under the lease (the head of the session's inbox). */

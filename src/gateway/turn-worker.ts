@@ -10,7 +10,7 @@ import type { FlushExtras, InboxRow, SessionStore } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "./bus-types.js";
 import { busyModeFor, type BusyMode, type GatewayConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { TURN_QUEUE, workerConnection, type TurnJobData } from "./queues.js";
+import { TURN_QUEUE, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
 import type { ReplyStream } from "./types.js";
 
@@ -34,12 +34,17 @@ export interface TurnWorkerDeps {
   openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
 }
 
+/** How long the lease waits for the turn's events to reach Redis (an outage must not hold it). */
+const EVENTS_FLUSH_TIMEOUT_MS = 2_000;
+
 /** Turns one job may run back to back for its session before yielding its worker slot. */
 const MAX_TURNS_PER_JOB = 50;
 
 /** What one turn learns as it runs: its input rows, its streamed reply, when it began to wait. */
 interface TurnState {
   inboxIds: number[];
+  /** The latest event publish (publishes on one connection complete in order). */
+  published: Promise<void>;
   stream: ReplyStream | null;
   waitStarted: number | null;
 }
@@ -143,7 +148,7 @@ export class TurnWorkers {
   private async runTurn(conversation: string, row: InboxRow): Promise<boolean> {
     const { store, config, metrics } = this.deps;
     const tip = await store.resolveResumeSessionId(conversation);
-    const state: TurnState = { inboxIds: [], stream: null, waitStarted: null };
+    const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null };
     const turn: RunningTurn = { agent: this.createAgent(conversation, tip, row.platform, state), state };
     this.track(conversation, turn);
     metrics.runningTurns.inc();
@@ -183,8 +188,13 @@ export class TurnWorkers {
         if (event.kind === "turn.started" && state.waitStarted !== null) metrics.leaseWaitSeconds.observe((Date.now() - state.waitStarted) / 1000);
         if (event.kind === "delta" && state.stream && typeof event.data.text === "string") state.stream.push(event.data.text);
         const data = { ...event.data, turn_session_id: event.sessionId, inbox_ids: state.inboxIds };
-        void this.deps.events.publish(conversation, event.kind, data).catch(() => undefined);
+        state.published = this.deps.events.publish(conversation, event.kind, data).then(
+          () => undefined,
+          () => undefined,
+        );
       },
+      // The turn's events reach Redis before the next holder can start: one order in every process.
+      beforeRelease: () => withTimeout(state.published, EVENTS_FLUSH_TIMEOUT_MS, "publishing the turn's events").catch(() => undefined),
     });
   }
 

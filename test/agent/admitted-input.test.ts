@@ -170,3 +170,28 @@ describe("admitted input", () => {
     expect((await db.getMessages("s1")).map((m) => m.content)).toEqual(["hello"]);
   });
 });
+
+describe("beforeRelease", () => {
+  it("is awaited after the turn's last event and before the lease is released", async () => {
+    const db = openDb();
+    await db.createSession("s1", { source: "webhook" });
+    const order: string[] = [];
+    const agent = new Agent({
+      store: db,
+      provider: new ScriptedProvider([reply("done")]),
+      sessionId: "s1",
+      platform: "webhook",
+      onEvent: (event) => {
+        if (event.kind === "turn.completed") order.push("turn.completed");
+      },
+      beforeRelease: async () => {
+        await new Promise((r) => setTimeout(r, 30));
+        order.push(`beforeRelease:lease ${(await db.getSessionTurnLease("s1")) ? "held" : "free"}`);
+      },
+    });
+    const result = await agent.runConversation("hello", {});
+    expect(result.completed).toBe(true);
+    expect(order).toEqual(["turn.completed", "beforeRelease:lease held"]);
+    expect(await db.getSessionTurnLease("s1")).toBeNull();
+  });
+});
