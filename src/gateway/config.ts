@@ -43,6 +43,7 @@ const fileSchema = z.object({
   session_per_user: z.array(z.string()).optional(),
   body_limit_bytes: intFrom(1024).optional(),
   max_message_chars: intFrom(1).optional(),
+  compaction: z.object({ max_chars: intFrom(0).optional(), keep_recent: intFrom(1).optional() }).strict().optional(),
   lease_ttl_seconds: intFrom(5).optional(),
   lease_wait_seconds: intFrom(1).optional(),
   shutdown_timeout_ms: intFrom(0).optional(),
@@ -72,6 +73,8 @@ export interface GatewayConfig {
   sessionPerUser: string[];
   bodyLimitBytes: number;
   maxMessageChars: number;
+  /** Past `maxChars` of transcript a session is summarised into a child session; null: never. */
+  compaction: { maxChars: number; keepRecent: number } | null;
   leaseTtlSeconds: number;
   leaseWaitSeconds: number;
   shutdownTimeoutMs: number;
@@ -157,6 +160,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sessionPerUser: file.session_per_user ?? [],
     bodyLimitBytes: envValue(env, "BODY_LIMIT_BYTES", intFrom(1024)) ?? file.body_limit_bytes ?? 1024 * 1024,
     maxMessageChars: file.max_message_chars ?? 100_000,
+    compaction: compactionFrom(
+      envValue(env, "COMPACTION_MAX_CHARS", intFrom(0)) ?? file.compaction?.max_chars ?? 200_000,
+      envValue(env, "COMPACTION_KEEP_RECENT", intFrom(1)) ?? file.compaction?.keep_recent ?? 20,
+    ),
     leaseTtlSeconds: envValue(env, "LEASE_TTL_SECONDS", intFrom(5)) ?? file.lease_ttl_seconds ?? 60,
     leaseWaitSeconds: envValue(env, "LEASE_WAIT_SECONDS", intFrom(1)) ?? file.lease_wait_seconds ?? 600,
     shutdownTimeoutMs: envValue(env, "SHUTDOWN_TIMEOUT_MS", intFrom(0)) ?? file.shutdown_timeout_ms ?? 10_000,
@@ -190,6 +197,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`SWITCHBOARD_API_KEY: required when HOST is not a loopback address (HOST=${config.host})`);
   }
   return config;
+}
+
+/** 0 turns compaction off. */
+function compactionFrom(maxChars: number, keepRecent: number): GatewayConfig["compaction"] {
+  return maxChars > 0 ? { maxChars, keepRecent } : null;
 }
 
 export function isLoopback(host: string): boolean {

@@ -8,7 +8,7 @@ import { parseCommand, HELP_TEXT, type CommandName } from "./commands.js";
 import type { GatewayConfig } from "./config.js";
 import type { EventPublisher, EventSubscriber, InterruptPublisher } from "./bus-types.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { turnJobId, withTimeout, type GatewayQueues } from "./queues.js";
+import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
 import type { AcceptResult, GatewayEvent, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
 
@@ -73,7 +73,7 @@ export class Ingress implements GatewayIngress {
   async enqueue(sessionId: string, inboxId: number): Promise<boolean> {
     try {
       // At start-up the connection may still be connecting: give it a moment. In an outage, fail fast.
-      if (!this.redisWasReady) await waitUntilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
+      if (!this.redisWasReady) await untilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
       await withTimeout(this.deps.queues.turns.add("turn", { sessionId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
       // No write to mark it: the hot path keeps to one SQLite write per message. The reconciler
       // stamps enqueued_at on the rows it had to re-enqueue.
@@ -216,23 +216,6 @@ export class Ingress implements GatewayIngress {
       }
     }
   }
-}
-
-/** A connection that is (re)connecting gets a moment to become ready before we give up on it. */
-async function waitUntilReady(connection: GatewayQueues["connection"], timeoutMs: number): Promise<void> {
-  if (connection.status === "ready") return;
-  if (connection.status === "end" || connection.status === "close") throw new Error(`redis connection is ${connection.status}`);
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      connection.off("ready", onReady);
-      reject(new Error(`redis not ready within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const onReady = (): void => {
-      clearTimeout(timer);
-      resolve();
-    };
-    connection.once("ready", onReady);
-  });
 }
 
 export class OutcomeTimeoutError extends Error {

@@ -87,3 +87,20 @@ export function workerConnection(redisOptions: RedisOptions): ConnectionOptions 
   // ioredis' option type is wider than BullMQ's declared subset; the values are passed through as is.
   return { ...redisOptions, maxRetriesPerRequest: null } as ConnectionOptions;
 }
+
+/** Wait for a connection that is still connecting to become ready; rejects after `timeoutMs`. */
+export async function untilReady(connection: Redis, timeoutMs: number): Promise<void> {
+  if (connection.status === "ready") return;
+  if (connection.status === "end" || connection.status === "close") throw new Error(`redis connection is ${connection.status}`);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      connection.off("ready", onReady);
+      reject(new Error(`redis not ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    connection.once("ready", onReady);
+  });
+}

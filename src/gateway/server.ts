@@ -25,7 +25,7 @@ import { Ingress } from "./ingress.js";
 import { InterruptBus } from "./interrupt-bus.js";
 import { createLogger } from "./logger.js";
 import { createMetrics, type GatewayMetrics } from "./metrics.js";
-import { createQueues, type GatewayQueues } from "./queues.js";
+import { createQueues, untilReady, type GatewayQueues } from "./queues.js";
 import { Reconciler } from "./reconciler.js";
 import { RedisLeaseNotifier } from "./redis-lease-notifier.js";
 import { redisOptionsFromUrl } from "./redis-url.js";
@@ -112,6 +112,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const metrics = createMetrics();
     const queues = createQueues(redisOptions, prefix);
     cleanups.push(() => queues.close());
+    // Start ready to enqueue when Redis is there; when it is not, ingress still records messages
+    // and the reconciler enqueues them once it is.
+    await untilReady(queues.connection, 5_000).catch((err: Error) => logger.warn({ err: err.message }, "redis is not ready; starting anyway"));
 
     const threads = await SharedThreadMemory.start({
       store, redis, subscriber, channel: `${prefix}:threads`, prefixes: THREADED_SESSION_PREFIXES, threadKeyOf: threadKeyForSessionKey, logger,

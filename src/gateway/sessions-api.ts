@@ -40,7 +40,11 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
     const id = req.params.id;
     if (!(await store.getSession(id))) throw new HttpError(404, "session_not_found", `no session ${id}`);
     const rows = await store.getMessages(id);
+    // A compacted session goes on in a child: say where, so clients can follow the conversation.
+    const tip = await store.resolveResumeSessionId(id);
     res.json({
+      session_id: id,
+      ...(tip !== id ? { continued_in: tip } : {}),
       messages: rows.map((m) => ({
         id: m.id,
         role: m.role,

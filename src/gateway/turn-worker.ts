@@ -180,6 +180,7 @@ export class TurnWorkers {
       systemPrompt: config.systemPrompt,
       leaseTtlSeconds: config.leaseTtlSeconds,
       leaseWaitSeconds: config.leaseWaitSeconds,
+      compaction: config.compaction,
       onEvent: (event: AgentEvent) => {
         if (event.kind === "turn.waiting" && state.waitStarted === null) {
           state.waitStarted = Date.now();
