@@ -84,6 +84,13 @@ export class Ingress implements GatewayIngress {
     }
   }
 
+  /** Add wake-up jobs for many rows in one round trip (job ids dedupe); throws when Redis is down. */
+  async enqueueMany(rows: Array<{ sessionId: string; inboxId: number }>): Promise<void> {
+    if (rows.length === 0) return;
+    const jobs = rows.map(({ sessionId, inboxId }) => ({ name: "turn", data: { sessionId, inboxId }, opts: { jobId: turnJobId(inboxId) } }));
+    await withTimeout(this.deps.queues.turns.addBulk(jobs), ENQUEUE_TIMEOUT_MS * 4, "enqueue batch");
+  }
+
   async waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome> {
     const { store, events } = this.deps;
     const first = await store.getInboxRow(inboxId);

@@ -8,6 +8,9 @@ import type { DeliveryDispatcher } from "./delivery-worker.js";
 import type { Ingress } from "./ingress.js";
 import type { GatewayQueues } from "./queues.js";
 
+/** Rows re-enqueued per Redis round trip. */
+const BATCH = 500;
+
 export interface ReconcilerDeps {
   store: SessionStore;
   queues: GatewayQueues;
@@ -53,11 +56,13 @@ export class Reconciler {
     let count = 0;
     try {
       const pending = await store.listPendingInbox(10_000);
-      for (const row of pending) {
-        if (!(await ingress.enqueue(row.session_id, row.id))) return count;
-        count++;
+      // In batches: one round trip per batch, however long the backlog.
+      for (let i = 0; i < pending.length; i += BATCH) {
+        const batch = pending.slice(i, i + BATCH);
+        await ingress.enqueueMany(batch.map((row) => ({ sessionId: row.session_id, inboxId: row.id })));
+        await store.markInboxEnqueued(batch.map((r) => r.id));
+        count += batch.length;
       }
-      if (pending.length > 0) await store.markInboxEnqueued(pending.map((r) => r.id));
       const unsent = await store.listUnsentDeliveries(10_000);
       await deliveries.enqueue(unsent);
       count += unsent.length;
