@@ -54,27 +54,35 @@ export interface GatewayProcess {
   child: ChildProcess;
   pid: number;
   output: () => string;
-  /** For `serve`: the URL it printed. */
+  /** For `serve`: the URL it printed; null for `worker`. */
   url: string | null;
-  /** SIGTERM and wait for the exit code. */
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Send `signal` (SIGKILL after `killAfterMs` if it is still running) and wait for the exit code. */
+  stop(signal?: NodeJS.Signals, killAfterMs?: number): Promise<number | null>;
   exited: Promise<number | null>;
 }
 
 const CLI = join(import.meta.dirname, "..", "..", "src", "gateway", "cli.ts");
 
-/** Run `switchboard <args>` as its own OS process. Resolves once it is up. */
+/**
+ * Run `switchboard <args>` as its own OS process, the way a user starts it (tests and benchmarks
+ * share this). Resolves once it printed its ready line.
+ */
 export async function spawnGatewayProcess(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+  const keep = (chunk: Buffer): void => {
+    out += chunk.toString();
+    // A long-running process keeps only its latest output.
+    if (out.length > 200_000) out = out.slice(-100_000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = await new Promise<string | null>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway process did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`switchboard ${args.join(" ")} did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const onData = (): void => {
       const listening = /switchboard listening on (\S+)/.exec(out);
       if (listening) done(listening[1]);
@@ -88,7 +96,7 @@ export async function spawnGatewayProcess(args: string[], env: Record<string, st
     child.stdout?.on("data", onData);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`gateway process exited with ${code}:\n${out}`));
+      reject(new Error(`switchboard ${args.join(" ")} exited with ${code}:\n${out}`));
     });
   });
   return {
@@ -97,10 +105,15 @@ export async function spawnGatewayProcess(args: string[], env: Record<string, st
     output: () => out,
     url,
     exited,
-    async stop(signal: NodeJS.Signals = "SIGTERM") {
+    async stop(signal: NodeJS.Signals = "SIGTERM", killAfterMs = 20_000) {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill(signal);
-      return exited;
+      const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }
