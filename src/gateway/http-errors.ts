@@ -14,7 +14,8 @@ export class HttpError extends Error {
   }
 }
 
-const typeForStatus = (status: number): string =>
+/** The error `type` every JSON error of the project uses for a status. */
+export const typeForStatus = (status: number): string =>
   status === 401 ? "authentication_error"
   : status === 404 ? "not_found_error"
   : status === 409 ? "conflict_error"

@@ -7,31 +7,29 @@ import express, {
   type Response,
   type Router,
 } from "express";
+import { typeForStatus } from "../../gateway/http-errors.js";
 
 export interface ErrorBody {
   error: { message: string; type: string; code: string };
 }
 
-// Types match the gateway's own error responses, so clients see one vocabulary.
-const DEFAULT_ERROR: Record<number, { type: string; code: string }> = {
-  400: { type: "invalid_request_error", code: "malformed_request" },
-  401: { type: "authentication_error", code: "invalid_signature" },
-  404: { type: "not_found_error", code: "not_found" },
-  409: { type: "conflict_error", code: "conflict" },
-  413: { type: "request_too_large", code: "body_too_large" },
-  415: { type: "invalid_request_error", code: "unsupported_encoding" },
-  429: { type: "rate_limit_error", code: "rate_limited" },
-  502: { type: "server_error", code: "bad_gateway" },
-  503: { type: "server_error", code: "dependency_unavailable" },
-  504: { type: "server_error", code: "timeout" },
+// The gateway's error vocabulary (one `type` per status); only the default codes are ours.
+const DEFAULT_CODE: Record<number, string> = {
+  400: "malformed_request",
+  401: "invalid_signature",
+  404: "not_found",
+  409: "conflict",
+  413: "body_too_large",
+  415: "unsupported_encoding",
+  429: "rate_limited",
+  502: "bad_gateway",
+  503: "dependency_unavailable",
+  504: "timeout",
 };
 
 export function errorBody(status: number, message: string, code?: string, type?: string): ErrorBody {
-  const fallback = DEFAULT_ERROR[status] ?? {
-    type: status >= 500 ? "server_error" : "invalid_request_error",
-    code: status >= 500 ? "internal_error" : "bad_request",
-  };
-  return { error: { message, type: type ?? fallback.type, code: code ?? fallback.code } };
+  const fallbackCode = DEFAULT_CODE[status] ?? (status >= 500 ? "internal_error" : "bad_request");
+  return { error: { message, type: type ?? typeForStatus(status), code: code ?? fallbackCode } };
 }
 
 /** Answer with the project's JSON error shape. */
