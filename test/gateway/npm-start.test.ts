@@ -25,7 +25,9 @@ describe("npm start", () => {
     for (const key of ["REDIS_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "SWITCHBOARD_API_KEY", "SWITCHBOARD_DB", "SWITCHBOARD_CONFIG", "SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN", "DISCORD_PUBLIC_KEY"]) delete env[key];
     // Run from a copy-free working directory: the data folder lands in the temp folder.
     child = spawn("npm", ["start", "--prefix", ROOT], { cwd: temp.dir, env: { ...env, PORT: "0", SWITCHBOARD_DATA_DIR: join(temp.dir, "data") }, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child?.once("exit", (code, signal) => r({ code, signal })));
+    // "close", not "exit": npm can exit before the gateway below it has written its last lines,
+    // and the pipes close only once every process holding them (npm, tsx, the gateway) is gone.
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child?.once("close", (code, signal) => r({ code, signal })));
     child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
     child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
     const url = await waitFor(() => /switchboard listening on (\S+)/.exec(output)?.[1], 60_000, "the listening line");

@@ -80,7 +80,8 @@ export async function spawnGatewayProcess(args: string[], env: Record<string, st
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // "close" comes after "exit" once the output pipes are drained, so `output()` is complete by then.
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   const url = await new Promise<string | null>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`switchboard ${args.join(" ")} did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const onData = (): void => {
