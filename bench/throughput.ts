@@ -9,6 +9,7 @@ import { Redis } from "ioredis";
 import { TURN_QUEUE, turnJobId, type TurnJobData } from "../src/gateway/queues.js";
 import { redisOptionsFromUrl } from "../src/gateway/redis-url.js";
 import type { BullmqWorkerCommand, BullmqWorkerMessage } from "./children/bullmq-worker.js";
+import type { DurableFloorMessage } from "./children/durable-floor.js";
 import { spawnChild } from "./lib/child.js";
 import { BENCH_API_KEY, gatewayEnv, startGatewayProcess } from "./lib/gateway-process.js";
 import { httpRequest, keepAliveAgent } from "./lib/http.js";
@@ -84,24 +85,24 @@ export async function measureBullmq(ctx: BenchContext, shape: Shape): Promise<{ 
   }
 }
 
-/** The gateway: messages/s over HTTP, each session's messages sent one after another (a chat). */
-export async function measureGateway(
-  ctx: BenchContext,
-  shape: Shape,
-): Promise<{ messagesPerSecond: number; latenciesMs: number[]; errors: string[] }> {
-  const dir = join(ctx.workDir, "throughput");
-  mkdirSync(dir, { recursive: true });
-  const gateway = await startGatewayProcess(
-    ["serve"],
-    gatewayEnv(dir, ctx.redisUrl, `bench-gw-${randomUUID().slice(0, 8)}`, { WORKER_CONCURRENCY: String(CONCURRENCY) }),
-  );
+interface ChatLoad {
+  messagesPerSecond: number;
+  latenciesMs: number[];
+  errors: string[];
+}
+
+/**
+ * Closed-loop chat load on an OpenAI-style endpoint: every session sends its next message when
+ * the answer to the previous one arrived, all sessions at once. A warm-up comes first, uncounted.
+ */
+async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label: string): Promise<ChatLoad> {
   const agent = keepAliveAgent(shape.sessions);
   const run = randomUUID().slice(0, 8);
   const errors: string[] = [];
   const latenciesMs: number[] = [];
   const ask = async (session: string, text: string): Promise<number> => {
     const started = performance.now();
-    const res = await httpRequest(`${gateway.url}/v1/chat/completions`, {
+    const res = await httpRequest(`${url}/v1/chat/completions`, {
       method: "POST",
       agent,
       headers: { "content-type": "application/json", authorization: `Bearer ${BENCH_API_KEY}`, "x-session-id": session },
@@ -115,10 +116,9 @@ export async function measureGateway(
     return elapsed;
   };
   try {
-    // Warm-up (not counted).
     await loops(20, 5, (loop, i) => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined));
     const total = shape.sessions * shape.messages;
-    const progress = new Progress("gateway API", total, ctx.progress);
+    const progress = new Progress(label, total, ctx.progress);
     const started = process.hrtime.bigint();
     await loops(shape.sessions, shape.messages, async (session, i) => {
       latenciesMs.push(await ask(`bench-${run}-${session}`, `session ${session} message ${i}`));
@@ -129,7 +129,36 @@ export async function measureGateway(
     return { messagesPerSecond: total / seconds, latenciesMs, errors };
   } finally {
     agent.destroy();
+  }
+}
+
+/** The gateway: messages/s over HTTP, each session's messages sent one after another (a chat). */
+export async function measureGateway(ctx: BenchContext, shape: Shape): Promise<ChatLoad> {
+  const dir = join(ctx.workDir, "throughput");
+  mkdirSync(dir, { recursive: true });
+  const gateway = await startGatewayProcess(
+    ["serve"],
+    gatewayEnv(dir, ctx.redisUrl, `bench-gw-${randomUUID().slice(0, 8)}`, { WORKER_CONCURRENCY: String(CONCURRENCY) }),
+  );
+  try {
+    return await driveChatLoad(ctx, gateway.url as string, shape, "gateway API");
+  } finally {
     await gateway.stop();
+  }
+}
+
+/** The durable floor (children/durable-floor.ts): the same load on the least a durable gateway does. */
+export async function measureDurableFloor(ctx: BenchContext, shape: Shape): Promise<ChatLoad> {
+  const dir = join(ctx.workDir, "floor");
+  mkdirSync(dir, { recursive: true });
+  const floor = spawnChild<never, DurableFloorMessage>("durable-floor.ts", [
+    ctx.redisUrl, `bench-floor-${randomUUID().slice(0, 8)}`, String(CONCURRENCY), join(dir, "floor.db"),
+  ]);
+  try {
+    const ready = await floor.next((m): m is Extract<DurableFloorMessage, { type: "ready" }> => m.type === "ready", 60_000);
+    return await driveChatLoad(ctx, ready.url, shape, "durable floor");
+  } finally {
+    await floor.stop();
   }
 }
 
@@ -139,16 +168,22 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
   // spread shows by how much. The ratio uses their mean.
   const before = await measureBullmq(ctx, shape);
   const gateway = await measureGateway(ctx, shape);
+  const floor = await measureDurableFloor(ctx, shape);
   const after = await measureBullmq(ctx, shape);
   const raw = { jobsPerSecond: (before.jobsPerSecond + after.jobsPerSecond) / 2 };
   const ratio = gateway.messagesPerSecond / raw.jobsPerSecond;
+  const floorRatio = floor.messagesPerSecond / raw.jobsPerSecond;
   const latency = summarize(gateway.latenciesMs);
   const notes = [
     `${shape.sessions} sessions x ${shape.messages} messages; each session sends its next message when the reply to the previous one arrives.`,
     `gateway: one \`switchboard serve\` process, echo model, WORKER_CONCURRENCY ${CONCURRENCY}, non-streaming POST /v1/chat/completions with X-Session-Id.`,
     `baseline: the same queue (name, prefix, job options, job ids) with an empty processor in a separate process, ${shape.sessions} producers adding ${shape.messages} jobs each; ` +
       `${before.jobsPerSecond.toFixed(0)} jobs/s before the gateway run, ${after.jobsPerSecond.toFixed(0)} after (the figure is their mean).`,
+    "durable floor: the same HTTP load on the least a durable gateway does per message, in one process: node:http, an inbox row in SQLite before the job, " +
+      `the same queue with an in-process worker (concurrency ${CONCURRENCY}) that marks the row answered, then the answer (bench/children/durable-floor.ts). ` +
+      "Its ratio to raw BullMQ bounds what any gateway that records a message before queueing it and answers over HTTP can reach on this machine.",
   ];
+  if (floor.errors.length) notes.push(`${floor.errors.length} durable-floor request(s) failed, e.g. ${floor.errors.find(Boolean) ?? ""}`);
   if (gateway.errors.length) notes.push(`${gateway.errors.length} request(s) failed, e.g. ${gateway.errors.find(Boolean) ?? ""}`);
   return {
     name: "throughput",
@@ -157,6 +192,9 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
       { key: "gateway_msgs_per_s", label: "gateway messages/s", value: round(gateway.messagesPerSecond, 1), unit: "msg/s" },
       { key: "bullmq_jobs_per_s", label: "raw BullMQ jobs/s (mean of 2)", value: round(raw.jobsPerSecond, 1), unit: "jobs/s" },
       { key: "throughput_ratio", label: "ratio gateway / BullMQ", value: round(ratio, 3), unit: "", target: { op: ">=", value: 0.5 } },
+      { key: "durable_floor_msgs_per_s", label: "durable floor messages/s", value: round(floor.messagesPerSecond, 1), unit: "msg/s" },
+      { key: "durable_floor_ratio", label: "ratio durable floor / BullMQ", value: round(floorRatio, 3), unit: "" },
+      { key: "gateway_floor_ratio", label: "ratio gateway / durable floor", value: round(gateway.messagesPerSecond / floor.messagesPerSecond, 3), unit: "" },
       { key: "api_request_p50_ms", label: "API request p50 (under load)", value: round(latency.p50), unit: "ms" },
       { key: "api_request_p99_ms", label: "API request p99 (under load)", value: round(latency.p99), unit: "ms" },
       { key: "throughput_errors", label: "failed requests", value: gateway.errors.length, unit: "", target: { op: "<=", value: 0 } },

@@ -87,10 +87,12 @@ export async function startEmbeddedRedis(dir: string, options: { binary?: string
   }
   rmSync(socketPath, { force: true });
   const binary = findRedisBinary(options.binary);
+  // Its own process group: a Ctrl-C or a service manager's SIGTERM to the gateway's group must not
+  // stop Redis under the gateway's graceful shutdown; stop() (or the exit handler) ends it.
   const child = spawn(
     binary,
     ["--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", folder, "--loglevel", "warning"],
-    { stdio: ["ignore", "ignore", "pipe"], detached: false },
+    { stdio: ["ignore", "ignore", "pipe"], detached: true },
   );
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {

@@ -10,7 +10,7 @@ import type { EventPublisher, EventSubscriber, InterruptPublisher } from "./bus-
 import type { GatewayMetrics } from "./metrics.js";
 import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
-import type { AcceptResult, GatewayEvent, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
+import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
   config: GatewayConfig;
@@ -91,20 +91,25 @@ export class Ingress implements GatewayIngress {
     await withTimeout(this.deps.queues.turns.addBulk(jobs), ENQUEUE_TIMEOUT_MS * 4, "enqueue batch");
   }
 
+  /**
+   * Resolves once the row is settled. A turn records its outcome before it releases the session's
+   * lease, and every release is announced in this process and (through the lease notifier) from
+   * every other one, so the waiter reads the row at each release of its conversation: no
+   * per-request subscription. A slow poll covers a lost notice (Redis outage).
+   */
   async waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome> {
-    const { store, events } = this.deps;
+    const { store } = this.deps;
     const first = await store.getInboxRow(inboxId);
     if (!first) throw new Error(`unknown inbox row ${inboxId}`);
     if (first.status !== "pending") return outcomeOf(first);
     return new Promise<TurnOutcome>((resolve, reject) => {
       let settled = false;
-      let unsubscribe: (() => void) | null = null;
       const finish = (outcome: TurnOutcome | null, error?: Error): void => {
         if (settled) return;
         settled = true;
         clearInterval(poll);
         clearTimeout(timer);
-        unsubscribe?.();
+        stopListening();
         if (outcome) resolve(outcome);
         else reject(error ?? new Error("no outcome"));
       };
@@ -112,22 +117,12 @@ export class Ingress implements GatewayIngress {
         const row = await store.getInboxRow(inboxId).catch(() => null);
         if (row && row.status !== "pending") finish(outcomeOf(row));
       };
-      // Events wake us at once; a slow poll covers a missed event (Redis outage).
       const poll = setInterval(() => void check(), 1000);
       const timer = setTimeout(() => finish(null, new OutcomeTimeoutError(inboxId, timeoutMs)), timeoutMs);
-      const onEvent = (event: GatewayEvent): void => {
-        const ids = event.data.inbox_ids;
-        if (Array.isArray(ids) && ids.includes(inboxId) && /^turn\.(completed|failed|interrupted)$/.test(event.kind)) void check();
-      };
-      // Live events suffice (no stream replay): check() reads the row once the subscription is in place.
-      events
-        .subscribe(first.session_id, onEvent, { liveOnly: true })
-        .then((off) => {
-          if (settled) off();
-          else unsubscribe = off;
-          return check();
-        })
-        .catch(() => undefined);
+      // The inbox row's session is the conversation (lineage root): the lease's key.
+      const stopListening = store.onSessionTurnLeaseReleased(first.session_id, () => void check());
+      // A release between the first read and the listener: read once more now that it listens.
+      void check();
     });
   }
 

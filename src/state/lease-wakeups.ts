@@ -23,25 +23,13 @@ export interface ArmedWakeup {
  * check and the wait is not lost.
  */
 export function armWakeup(fileKey: string, conversationId: string): ArmedWakeup {
-  const key = keyOf(fileKey, conversationId);
   let woken = false;
   let resolveWait: (() => void) | null = null;
   const wake: Wake = () => {
     woken = true;
     resolveWait?.();
   };
-  let set = waiters.get(key);
-  if (!set) {
-    set = new Set();
-    waiters.set(key, set);
-  }
-  set.add(wake);
-  const dispose = (): void => {
-    const current = waiters.get(key);
-    if (!current) return;
-    current.delete(wake);
-    if (current.size === 0) waiters.delete(key);
-  };
+  const dispose = listenForReleases(fileKey, conversationId, wake);
   return {
     wake,
     dispose,
@@ -55,6 +43,23 @@ export function armWakeup(fileKey: string, conversationId: string): ArmedWakeup 
         };
       });
     },
+  };
+}
+
+/** Call `listener` on every release of this conversation on this database file until disposed. */
+export function listenForReleases(fileKey: string, conversationId: string, listener: () => void): () => void {
+  const key = keyOf(fileKey, conversationId);
+  let set = waiters.get(key);
+  if (!set) {
+    set = new Set();
+    waiters.set(key, set);
+  }
+  set.add(listener);
+  return () => {
+    const current = waiters.get(key);
+    if (!current) return;
+    current.delete(listener);
+    if (current.size === 0) waiters.delete(key);
   };
 }
 

@@ -9,7 +9,7 @@ import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
 import { InboxSql } from "./inbox.js";
 import { waitForLease } from "./lease-admission.js";
-import { armWakeup, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
+import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
 import { LeaseSql } from "./lease.js";
 import { MessageSql } from "./messages.js";
 import { openDatabase } from "./open-database.js";
@@ -266,6 +266,10 @@ export class SessionDB implements SessionStore {
 
   async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
     return this.run(() => this.leases.liveHolder(this.sessions.lineageRoot(sessionId), this.clock()));
+  }
+
+  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
+    return listenForReleases(this.fileKey, conversationId, listener);
   }
 
   async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {

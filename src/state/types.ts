@@ -268,6 +268,12 @@ export interface SessionStore extends InboxStore, DeliveryStore {
    * expired and whose process is not provably dead; null when the lease is free or stale.
    */
   liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null>;
+  /**
+   * Call `listener` whenever the conversation's turn lease is released, here or (through the
+   * notifier) in another process; returns the unsubscribe function. A turn's outcome is recorded
+   * before its release, so this is the moment to read it.
+   */
+  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void;
   getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null>;
 
   close(): Promise<void>;

@@ -135,6 +135,7 @@ export class StubStore implements SessionStore {
   setDeliveryEditTarget(): Promise<boolean> { return notUsed("setDeliveryEditTarget"); }
   liveSessionTurnLeaseHolder(): Promise<string | null> { return notUsed("liveSessionTurnLeaseHolder"); }
   sessionKeysWithPrefix(): Promise<string[]> { return notUsed("sessionKeysWithPrefix"); }
+  onSessionTurnLeaseReleased(): () => void { return notUsed("onSessionTurnLeaseReleased"); }
   listUnsentDeliveries(): Promise<DeliveryRow[]> { return notUsed("listUnsentDeliveries"); }
   deliveriesForSession(): Promise<DeliveryRow[]> { return notUsed("deliveriesForSession"); }
 }
