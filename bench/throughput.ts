@@ -116,6 +116,9 @@ async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label
     return elapsed;
   };
   try {
+    // Warm-up: code paths, and one keep-alive connection per session, as a client's pool would
+    // hold; otherwise the first messages also measure connection set-up.
+    await loops(shape.sessions, 1, (loop, i) => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined));
     await loops(20, 5, (loop, i) => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined));
     const total = shape.sessions * shape.messages;
     const progress = new Progress(label, total, ctx.progress);
