@@ -37,6 +37,8 @@ import { attachWebSocketHub, type WebSocketHub } from "./ws/index.js";
 
 export const VERSION = "0.1.0";
 
+const WAL_CHECKPOINT_INTERVAL_MS = 200;
+
 export interface GatewayOptions {
   /** Serve HTTP + WebSocket ingress. */
   http: boolean;
@@ -101,7 +103,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const prefix = config.queuePrefix;
     const notifier = new RedisLeaseNotifier(redis, subscriber, `${prefix}:lease-released`);
     cleanups.push(() => notifier.close());
-    const store = new SessionDB(config.dbPath, { notifier });
+    // WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
+    const store = new SessionDB(config.dbPath, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS });
     cleanups.push(() => store.close());
 
     const events = new EventBus({ redis, subscriber, prefix, logger });

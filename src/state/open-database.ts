@@ -11,6 +11,7 @@ export interface OpenedDatabase {
   db: Database.Database;
   /** The file's canonical path: identifies the database for in-process lease wake-ups. */
   fileKey: string;
+  inMemory: boolean;
 }
 
 export function openDatabase(path: string, busyTimeoutMs: number): OpenedDatabase {
@@ -30,5 +31,5 @@ export function openDatabase(path: string, busyTimeoutMs: number): OpenedDatabas
     throw err;
   }
   const fileKey = inMemory ? `:memory:${Math.random()}` : realpathSync(path);
-  return { db, fileKey };
+  return { db, fileKey, inMemory };
 }

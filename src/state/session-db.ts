@@ -14,6 +14,7 @@ import { LeaseSql } from "./lease.js";
 import { MessageSql } from "./messages.js";
 import { openDatabase } from "./open-database.js";
 import { SessionSql } from "./sessions.js";
+import { WalCheckpointer } from "./wal-checkpointer.js";
 import type {
   AppendBatchOptions,
   ConversationMessage,
@@ -51,7 +52,14 @@ export interface SessionDBOptions {
   busyRetryDeadlineMs?: number;
   /** The clock, in epoch seconds (tests control lease expiry with it). Default: wall clock. */
   now?: () => number;
+  /**
+   * Checkpoint the WAL from a worker thread every this many ms instead of inside commits (see
+   * wal-checkpointer.ts). The gateway turns it on; off (0) by default. Ignored in memory.
+   */
+  backgroundCheckpointMs?: number;
 }
+
+const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
 const DEFAULTS = {
   busyTimeoutMs: 0,
@@ -85,6 +93,7 @@ export class SessionDB implements SessionStore {
   private readonly ensureForKeyTransaction: (sessionKey: string, newId: string, input: CreateSessionInput) => SessionRow;
   private readonly createDeliveriesTransaction: (inserts: DeliveryInsert[]) => number[];
   private readonly activeWakeups = new Set<ArmedWakeup>();
+  private readonly checkpointer: WalCheckpointer | null = null;
   private closed = false;
 
   constructor(path: string, options: SessionDBOptions = {}) {
@@ -96,6 +105,7 @@ export class SessionDB implements SessionStore {
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? DEFAULTS.defaultWaitSeconds;
     this.busyRetryDeadlineMs = options.busyRetryDeadlineMs ?? DEFAULTS.busyRetryDeadlineMs;
     this.clock = options.now ?? (() => Date.now() / 1000);
+    if (options.backgroundCheckpointMs && !opened.inMemory) this.checkpointer = this.checkpointInBackground(path, options.backgroundCheckpointMs);
 
     this.sessions = new SessionSql(this.db);
     this.messages = new MessageSql(this.db);
@@ -128,6 +138,18 @@ export class SessionDB implements SessionStore {
   }
 
   // ---- plumbing ----
+
+  private checkpointInBackground(path: string, intervalMs: number): WalCheckpointer {
+    this.db.pragma("wal_autocheckpoint = 0");
+    // A WAL that grew under a burst shrinks back once it is reset.
+    this.db.pragma("journal_size_limit = 67108864");
+    return WalCheckpointer.start(path, {
+      intervalMs,
+      onFailure: () => {
+        if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES}`);
+      },
+    });
+  }
 
   private assertOpen(): void {
     if (this.closed) throw new SessionDBClosedError();
@@ -358,6 +380,7 @@ export class SessionDB implements SessionStore {
     this.unsubscribeNotifier?.();
     // Waiters wake, see the closed store and reject instead of hanging on their timers.
     for (const wakeup of [...this.activeWakeups]) wakeup.wake();
+    await this.checkpointer?.stop();
     this.db.close();
   }
 }

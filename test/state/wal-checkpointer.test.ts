@@ -1,0 +1,62 @@
+// WAL checkpoints in a background thread: commits on the store's connection never copy pages into
+// the database file (that is the slow, fsyncing part); the thread does, on its interval and when
+// the store closes. A thread that cannot run hands checkpointing back to SQLite.
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WalCheckpointer } from "../../src/state/wal-checkpointer.js";
+import { waitFor } from "../support/gateway.js";
+import { tempStore, type TempStore } from "./helpers.js";
+
+let store: TempStore;
+beforeEach(() => {
+  store = tempStore("sb-wal");
+});
+afterEach(async () => {
+  await store.cleanup();
+});
+
+const fileSize = (path: string): number => statSync(path).size;
+
+/** About 4 MB of transcript in 200 commits. */
+async function writeTranscript(db: ReturnType<TempStore["open"]>, sessionId: string): Promise<void> {
+  await db.createSession(sessionId, { source: "test" });
+  const text = "x".repeat(2_000);
+  for (let batch = 0; batch < 200; batch++) {
+    await db.appendMessagesBatch(
+      sessionId,
+      Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${batch}-${i} ${text}`, timestamp: batch })),
+    );
+  }
+}
+
+describe("background WAL checkpoints", () => {
+  it("keeps checkpoints out of commits; the thread copies the pages, at the latest when the store closes", async () => {
+    // An interval far beyond the test: only the final checkpoint at close can run.
+    const db = store.open({ backgroundCheckpointMs: 600_000 });
+    const before = fileSize(store.path);
+    await writeTranscript(db, "s-1");
+    // 4 MB went through the WAL (SQLite's automatic checkpoint would have run every 1,000 pages).
+    expect(fileSize(`${store.path}-wal`)).toBeGreaterThan(4_000_000);
+    expect(fileSize(store.path)).toBe(before);
+    await db.close();
+    expect(fileSize(store.path)).toBeGreaterThan(4_000_000);
+    // Nothing was lost on the way.
+    const reopened = store.open();
+    expect(await reopened.getMessages("s-1")).toHaveLength(2_000);
+  });
+
+  it("checkpoints on its interval while the store stays open", async () => {
+    const db = store.open({ backgroundCheckpointMs: 20 });
+    await writeTranscript(db, "s-2");
+    await waitFor(() => fileSize(store.path) > 4_000_000, 10_000, "the database file to receive the checkpointed pages");
+    expect(await db.getMessages("s-2")).toHaveLength(2_000);
+  });
+
+  it("reports a thread that cannot open the database, as an error with its message (the store then goes back to SQLite's own checkpoints)", async () => {
+    const failure = await new Promise<Error>((resolve) => {
+      WalCheckpointer.start(join(store.dir, "no-such-file.db"), { intervalMs: 10, onFailure: resolve });
+    });
+    expect(failure.message).toMatch(/unable to open|no such file|SQLITE_CANTOPEN|directory does not exist/i);
+  });
+});
