@@ -40,7 +40,8 @@ const record = db.prepare<[string, string, string], { id: number }>(
 );
 const answer = db.prepare<[string, number]>("UPDATE inbox SET status = 'done', reply = ? WHERE id = ?");
 
-const connection = new Redis({ ...redisOptions, maxRetriesPerRequest: null });
+// Auto-pipelined, like the gateway's command connection: concurrent adds share socket writes.
+const connection = new Redis({ ...redisOptions, maxRetriesPerRequest: null, enableAutoPipelining: true });
 const queue = new Queue<FloorJob>(TURN_QUEUE, {
   connection,
   prefix,

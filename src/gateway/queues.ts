@@ -33,6 +33,8 @@ export function createQueues(redisOptions: RedisOptions, prefix: string): Gatewa
     // Fail fast when Redis is down: the inbox row is already durable and the reconciler enqueues later.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    // Adds of concurrent requests leave in one socket write.
+    enableAutoPipelining: true,
     retryStrategy: (times) => Math.min(50 * times, 1000),
   });
   connection.on("error", () => {
