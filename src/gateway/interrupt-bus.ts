@@ -1,47 +1,68 @@
-// Interrupt requests across processes over Redis pub/sub: every process hears every request and
-// the one running that session's turn acts on it.
+// Interrupt requests across processes: every process hears every request and the one running
+// that session's turn acts on it.
 //
-// Pub/sub is at-most-once: a request published while a process's subscriber connection is down
-// does not reach that process (ioredis resubscribes on reconnect; nothing is replayed). A turn
-// that has not started yet is not interrupted by a request published before it started.
+// publish() appends the request to a short Redis Stream (`<prefix>:interrupts:log`) and publishes
+// it, with its stream id, on `<prefix>:interrupts`, in one script. A bus delivers each request
+// logged after its first onInterrupt() call once, in log order: live over pub/sub, and, when its
+// subscriber connection comes back after a drop, by reading the log after the last id it
+// delivered. A request that arrives both ways is delivered once (ids at or below the last
+// delivered one are skipped).
+//
+// Bounds of the catch-up: it delivers only requests at most `catchUpWindowMs` old (30 s by
+// default, measured by the Redis clock), because a stop arriving later than that is more likely
+// to hit a newer turn than the one it was meant for; and it reads only what the log still holds
+// (about the last 1000 requests, expiring a minute after the window once idle). Requests
+// published before a bus first subscribes are not delivered to it.
+//
+// A request applies to the turns running when it is delivered: one delivered live does not reach
+// a turn that starts later, but a caught-up one can reach a turn of that session that started
+// after the request was published (within the window).
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { z } from "zod";
 import type { InterruptPublisher, InterruptRequest } from "./bus-types.js";
+import { CatchUpFeed } from "./event-bus.js";
+import { InterruptLog, parseChannelMessage, type LoggedInterrupt } from "./interrupt-log.js";
 
 export interface InterruptBusOptions {
-  /** Commands connection (PUBLISH). Not closed by the bus. */
+  /** Commands connection (EVALSHA, XRANGE). Not closed by the bus. */
   redis: Redis;
   /** Pub/sub connection; when omitted, created by `redis.duplicate()` and closed on close(). */
   subscriber?: Redis;
   prefix: string;
+  /** After a reconnect, requests older than this are not delivered. Default 30 s. */
+  catchUpWindowMs?: number;
   logger?: Logger;
 }
 
 export type InterruptListener = (request: InterruptRequest) => void;
 
-const InterruptMessage = z.object({
-  sessionId: z.string().min(1),
-  text: z.string().optional(),
-  hard: z.boolean().optional(),
-  beforeInboxId: z.number().int().optional(),
-});
+const DEFAULT_CATCH_UP_WINDOW_MS = 30_000;
+/** How long the log outlives its newest request: past the window, nothing in it is read again. */
+const LOG_TTL_BEYOND_WINDOW_SECONDS = 60;
 
 export class InterruptBus implements InterruptPublisher {
-  private readonly redis: Redis;
   /** Created on first onInterrupt() when not given: a publish-only process opens no extra connection. */
   private subscriberConnection: Redis | null = null;
+  private readonly redis: Redis;
   private readonly ownsSubscriber: boolean;
   private readonly channel: string;
+  private readonly log: InterruptLog;
+  private readonly catchUpWindowMs: number;
   private readonly logger: Logger | undefined;
   private readonly listeners = new Set<InterruptListener>();
-  private subscribed: Promise<void> | null = null;
+  /** Orders and deduplicates what this bus delivers; set once listening has begun. */
+  private feed: CatchUpFeed<LoggedInterrupt> | null = null;
+  private listening: Promise<void> | null = null;
+  private disconnected = false;
   private closed = false;
 
   constructor(options: InterruptBusOptions) {
     this.redis = options.redis;
     this.ownsSubscriber = !options.subscriber;
     this.channel = `${options.prefix}:interrupts`;
+    this.catchUpWindowMs = options.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS;
+    const ttlSeconds = Math.ceil(this.catchUpWindowMs / 1000) + LOG_TTL_BEYOND_WINDOW_SECONDS;
+    this.log = new InterruptLog(options.redis, `${this.channel}:log`, this.channel, ttlSeconds);
     this.logger = options.logger;
     if (options.subscriber) this.attachSubscriber(options.subscriber);
   }
@@ -53,27 +74,25 @@ export class InterruptBus implements InterruptPublisher {
   private attachSubscriber(connection: Redis): Redis {
     this.subscriberConnection = connection;
     connection.on("message", this.onMessage);
+    connection.on("close", this.onDisconnect);
+    connection.on("ready", this.onReconnect);
     return connection;
   }
 
-  /** Tell every process to interrupt the session's running turn. */
+  /** Tell every process to interrupt the session's running turn. Works with no one listening. */
   async publish(request: InterruptRequest): Promise<void> {
-    const message: InterruptRequest = { sessionId: request.sessionId };
-    if (request.text !== undefined) message.text = request.text;
-    if (request.hard !== undefined) message.hard = request.hard;
-    if (request.beforeInboxId !== undefined) message.beforeInboxId = request.beforeInboxId;
-    await this.redis.publish(this.channel, JSON.stringify(message));
+    await this.log.append(request);
   }
 
   /** Hear every interrupt request; resolves once this process is subscribed. */
   async onInterrupt(listener: InterruptListener): Promise<() => void> {
     if (this.closed) throw new Error("interrupt bus is closed");
     this.listeners.add(listener);
-    this.subscribed ??= this.subscriber.subscribe(this.channel).then(() => undefined);
+    this.listening ??= this.startListening();
     try {
-      await this.subscribed;
+      await this.listening;
     } catch (err) {
-      this.subscribed = null;
+      this.listening = null;
       this.listeners.delete(listener);
       throw err;
     }
@@ -86,28 +105,78 @@ export class InterruptBus implements InterruptPublisher {
     if (this.closed) return;
     this.closed = true;
     this.listeners.clear();
+    const subscribed = this.feed !== null;
+    this.feed = null;
     const connection = this.subscriberConnection;
     if (!connection) return;
     connection.off("message", this.onMessage);
+    connection.off("close", this.onDisconnect);
+    connection.off("ready", this.onReconnect);
     if (this.ownsSubscriber) connection.disconnect();
-    else if (this.subscribed) await connection.unsubscribe(this.channel).catch(() => undefined);
+    else if (subscribed) await connection.unsubscribe(this.channel).catch(() => undefined);
+  }
+
+  // The start is read before SUBSCRIBE and one catch-up follows it, so a request logged in
+  // between is delivered too, and live requests wait (held) until that catch-up is done.
+  private async startListening(): Promise<void> {
+    const start = await this.log.newestPosition();
+    if (this.closed) throw new Error("interrupt bus is closed");
+    const feed = new CatchUpFeed<LoggedInterrupt>((item) => item.position, (item) => this.deliver(item.request), start, { held: true });
+    this.feed = feed;
+    try {
+      await this.subscriber.subscribe(this.channel);
+    } catch (err) {
+      if (this.feed === feed) this.feed = null;
+      throw err;
+    }
+    await this.catchUp(feed, "after subscribing");
+  }
+
+  private catchUp(feed: CatchUpFeed<LoggedInterrupt>, when: string): Promise<void> {
+    return feed.catchUp((after) => this.log.readRecent(after, this.catchUpWindowMs)).catch((err: unknown) => {
+      this.logger?.error({ err }, `interrupt bus: catch-up ${when} failed`);
+    });
   }
 
   private readonly onMessage = (channel: string, message: string): void => {
     if (channel !== this.channel) return;
-    let parsed: InterruptRequest;
-    try {
-      parsed = InterruptMessage.parse(JSON.parse(message));
-    } catch {
+    const heard = parseChannelMessage(message);
+    if (!heard) {
       this.logger?.warn("interrupt bus: unreadable message ignored");
       return;
     }
-    for (const listener of this.listeners) {
+    // Without a position it came from a publisher that does not log: deliver it live, as is.
+    if (heard.position) this.feed?.offer({ request: heard.request, position: heard.position });
+    else this.deliver(heard.request);
+  };
+
+  private readonly onDisconnect = (): void => {
+    this.disconnected = true;
+    this.feed?.hold();
+  };
+
+  // Catch up only once the channel is subscribed again (ioredis resubscribes too; a repeated
+  // SUBSCRIBE is harmless): whatever is logged after the read then arrives live.
+  private readonly onReconnect = (): void => {
+    if (!this.disconnected || this.closed) return;
+    this.disconnected = false;
+    const feed = this.feed;
+    if (!feed) return;
+    this.subscriber
+      .subscribe(this.channel)
+      .then(() => undefined, (err: unknown) => {
+        this.logger?.error({ err }, "interrupt bus: resubscribe failed");
+      })
+      .then(() => this.catchUp(feed, "after a reconnect"));
+  };
+
+  private deliver(request: InterruptRequest): void {
+    for (const listener of [...this.listeners]) {
       try {
-        listener(parsed);
+        listener(request);
       } catch (err) {
-        this.logger?.error({ err, sessionId: parsed.sessionId }, "interrupt listener threw");
+        this.logger?.error({ err, sessionId: request.sessionId }, "interrupt listener threw");
       }
     }
-  };
+  }
 }
