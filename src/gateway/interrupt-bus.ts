@@ -2,17 +2,15 @@
 // that session's turn acts on it.
 //
 // publish() appends the request to a short Redis Stream (`<prefix>:interrupts:log`) and publishes
-// it, with its stream id, on `<prefix>:interrupts`, in one script. A bus delivers each request
-// logged after its first onInterrupt() call once, in log order: live over pub/sub, and, when its
-// subscriber connection comes back after a drop, by reading the log after the last id it
-// delivered. A request that arrives both ways is delivered once (ids at or below the last
-// delivered one are skipped).
-//
-// Bounds of the catch-up: it delivers only requests at most `catchUpWindowMs` old (30 s by
-// default, measured by the Redis clock), because a stop arriving later than that is more likely
-// to hit a newer turn than the one it was meant for; and it reads only what the log still holds
-// (about the last 1000 requests, expiring a minute after the window once idle). Requests
-// published before a bus first subscribes are not delivered to it.
+// it, with its stream id, on `<prefix>:interrupts`, in one script, so the channel order is the log
+// order. A bus delivers the requests logged after its first onInterrupt() call in that order and
+// at most once each (ids at or below the last one delivered are skipped): live over pub/sub and,
+// when its subscriber connection comes back after a drop, by reading the log after the last id
+// it delivered. A request is therefore delivered exactly once unless that catch-up cannot see it:
+//   - it is more than `catchUpWindowMs` old by then (30 s by default, by the Redis clock): a stop
+//     that late is more likely to hit a newer turn than the one it was meant for;
+//   - the log no longer holds it (it keeps about the last 1000 requests and expires the window
+//     plus 60 s after its newest one), or the catch-up read failed (logged).
 //
 // A request applies to the turns running when it is delivered: one delivered live does not reach
 // a turn that starts later, but a caught-up one can reach a turn of that session that started
