@@ -1,6 +1,7 @@
 // A local stand-in for Discord's REST API: channel messages (create, edit, typing) with
 // `Authorization: Bot <token>`, interaction follow-ups on /webhooks/:app/:token (no auth, as on
 // Discord), the 2000-character content limit (400 otherwise), and 429 with retry_after on demand.
+// With a gateway address, GET /gateway/bot (bot auth) points a gateway client at it.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -30,6 +31,8 @@ export interface FakeDiscordOptions {
   applicationId?: string;
   /** When set, other channels answer 404 Unknown Channel. */
   channels?: string[];
+  /** The gateway GET /gateway/bot hands out; without it that route answers 404. */
+  gatewayUrl?: string;
 }
 
 type Answer = { status: number; body: unknown; headers?: Record<string, string> };
@@ -138,6 +141,17 @@ export class FakeDiscord {
       };
     }
     let match: RegExpExecArray | null;
+    if (path === "/gateway/bot" && method === "GET" && this.options.gatewayUrl) {
+      const gatewayUrl = this.options.gatewayUrl;
+      return this.withBot(authorization, () => ({
+        status: 200,
+        body: {
+          url: gatewayUrl,
+          shards: 1,
+          session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 },
+        },
+      }));
+    }
     if ((match = /^\/channels\/(\d+)\/messages$/.exec(path)) && method === "POST") {
       return this.withBot(authorization, () => this.createChannelMessage(match![1], body));
     }
