@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { PlatformAdapter } from "../gateway/types.js";
 import { createDiscordAdapter, type DiscordConfig } from "./discord/index.js";
 import type { ThreadMemory } from "./shared/thread-memory.js";
-import { createSlackAdapter, type SlackConfig } from "./slack/index.js";
+import { createSlackAdapter, slackEnabled, type SlackConfig } from "./slack/index.js";
 import { createWebhookAdapter, type WebhookRouteConfig } from "./webhook/index.js";
 
 export { createSlackAdapter, createSlackStreamingReply, type SlackAdapter, type SlackConfig } from "./slack/index.js";
@@ -43,11 +43,11 @@ export interface AdaptersDeps {
   syncTimeoutMs?: number;
 }
 
-/** The adapters the config enables: Slack with secret and token, Discord with a key or token, webhooks with routes. */
+/** The adapters the config enables: Slack with a bot token and a secret or app token, Discord with a key or token, webhooks with routes. */
 export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): PlatformAdapter[] {
   const adapters: PlatformAdapter[] = [];
   const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads };
-  if (config.slack?.signingSecret && config.slack.botToken) {
+  if (slackEnabled(config.slack)) {
     adapters.push(createSlackAdapter(config.slack, base));
   }
   if (config.discord?.publicKey || config.discord?.botToken) {
@@ -71,8 +71,9 @@ export function adaptersConfigFromEnv(
   const config: AdaptersConfig = {};
   const signingSecret = value("SLACK_SIGNING_SECRET");
   const botToken = value("SLACK_BOT_TOKEN");
-  if (signingSecret && botToken) {
-    config.slack = { signingSecret, botToken, apiUrl: value("SLACK_API_URL"), botUserId: value("SLACK_BOT_USER_ID") };
+  const appToken = value("SLACK_APP_TOKEN");
+  if (botToken && (signingSecret || appToken)) {
+    config.slack = { signingSecret, botToken, appToken, apiUrl: value("SLACK_API_URL"), botUserId: value("SLACK_BOT_USER_ID") };
   }
   const publicKey = value("DISCORD_PUBLIC_KEY");
   const discordToken = value("DISCORD_BOT_TOKEN");

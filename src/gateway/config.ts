@@ -9,6 +9,9 @@ const intFrom = (min: number, max?: number) => {
   return max === undefined ? base : base.max(max);
 };
 
+/** Socket Mode's app-level token; the message never repeats the value. */
+const slackAppToken = z.string().startsWith("xapp-", "must be an app-level token (xapp-...)");
+
 const busyMode = z.enum(["queue", "interrupt", "collect"]);
 export type BusyMode = z.infer<typeof busyMode>;
 
@@ -50,7 +53,7 @@ const fileSchema = z.object({
   turn_reply_timeout_ms: intFrom(1000).optional(),
   log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   webhooks: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, "route names are letters, digits, '-' and '_'"), webhookRoute).optional(),
-  slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
+  slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), app_token: slackAppToken.optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
   discord: z.object({ bot_token: z.string().optional(), public_key: z.string().optional(), application_id: z.string().optional(), api_url: z.string().url().optional() }).strict().optional(),
   ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
 }).strict();
@@ -81,7 +84,8 @@ export interface GatewayConfig {
   turnReplyTimeoutMs: number;
   logLevel: string;
   webhooks: Record<string, WebhookRouteConfig>;
-  slack: { signingSecret: string; botToken: string; apiUrl: string; botUserId: string | null } | null;
+  /** Events arrive over signed HTTP (signingSecret), Socket Mode (appToken), or both. */
+  slack: { signingSecret: string | null; botToken: string; appToken: string | null; apiUrl: string; botUserId: string | null } | null;
   discord: { botToken: string | null; publicKey: string | null; applicationId: string | null; apiUrl: string } | null;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number };
 }
@@ -133,9 +137,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const dataDir = envValue(env, "SWITCHBOARD_DATA_DIR", str) ?? file.data_dir ?? "./data";
   const slackSecret = envValue(env, "SLACK_SIGNING_SECRET", str) ?? file.slack?.signing_secret;
   const slackToken = envValue(env, "SLACK_BOT_TOKEN", str) ?? file.slack?.bot_token;
-  if (Boolean(slackSecret) !== Boolean(slackToken)) {
-    throw new ConfigError("SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN: set both to enable Slack, or neither");
-  }
+  const slackApp = envValue(env, "SLACK_APP_TOKEN", slackAppToken) ?? file.slack?.app_token;
+  checkSlackKeys(slackSecret, slackToken, slackApp);
   const discordToken = envValue(env, "DISCORD_BOT_TOKEN", str) ?? file.discord?.bot_token ?? null;
   const discordKey = envValue(env, "DISCORD_PUBLIC_KEY", z.string().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hex characters")) ?? file.discord?.public_key ?? null;
   const config: GatewayConfig = {
@@ -170,10 +173,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     turnReplyTimeoutMs: envValue(env, "TURN_REPLY_TIMEOUT_MS", intFrom(1000)) ?? file.turn_reply_timeout_ms ?? 120_000,
     logLevel: envValue(env, "LOG_LEVEL", z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])) ?? file.log_level ?? "info",
     webhooks: file.webhooks ?? {},
-    slack: slackSecret && slackToken
+    slack: slackToken
       ? {
-          signingSecret: slackSecret,
+          signingSecret: slackSecret || null,
           botToken: slackToken,
+          appToken: slackApp || null,
           apiUrl: envValue(env, "SLACK_API_URL", url) ?? file.slack?.api_url ?? "https://slack.com/api/",
           botUserId: envValue(env, "SLACK_BOT_USER_ID", str) ?? file.slack?.bot_user_id ?? null,
         }
@@ -197,6 +201,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`SWITCHBOARD_API_KEY: required when HOST is not a loopback address (HOST=${config.host})`);
   }
   return config;
+}
+
+/** Slack needs the bot token (replies) and a way for events to arrive: a signing secret, an app-level token, or both. */
+function checkSlackKeys(secret: string | undefined, botToken: string | undefined, appToken: string | undefined): void {
+  if (!botToken && (secret || appToken)) {
+    throw new ConfigError("SLACK_BOT_TOKEN: required with SLACK_SIGNING_SECRET or SLACK_APP_TOKEN (replies are sent with it)");
+  }
+  if (botToken && !secret && !appToken) {
+    throw new ConfigError("SLACK_BOT_TOKEN: also set SLACK_SIGNING_SECRET (Events API over HTTP) or SLACK_APP_TOKEN (Socket Mode), or neither");
+  }
+  if (botToken?.startsWith("xapp-")) {
+    throw new ConfigError("SLACK_BOT_TOKEN: is an app-level token (xapp-...); it belongs in SLACK_APP_TOKEN, and the bot token (xoxb-...) here");
+  }
 }
 
 /** 0 turns compaction off. */

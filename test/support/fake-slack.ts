@@ -1,8 +1,15 @@
 // A local stand-in for Slack's Web API (auth.test, chat.postMessage, chat.update) that checks
 // requests the way Slack does: form or JSON bodies, the bot token as `Authorization: Bearer`
 // (or a form `token`), `{ok:false,error}` answers, 429 with Retry-After on demand.
+//
+// Socket Mode too: apps.connections.open takes only the app-level token and answers a one-time
+// ws:// URL on this same server, whose connections get `hello`, then whatever envelopes the test
+// pushes; every message a client sends back is recorded as an acknowledgement.
+import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { WebSocket, WebSocketServer } from "ws";
 
 export interface FakeSlackCall {
   method: string;
@@ -24,14 +31,38 @@ export interface FakeSlackMessage {
   history: string[];
 }
 
+export interface FakeSocketConnection {
+  /** 1 for the first connection, counting up. */
+  index: number;
+  socket: WebSocket;
+  open: boolean;
+}
+
+export interface FakeSocketAck {
+  envelopeId: string;
+  payload: unknown;
+  /** The connection it came over. */
+  connection: number;
+}
+
+export interface FakeEnvelopeOptions {
+  retryAttempt?: number;
+  retryReason?: string;
+}
+
 export interface FakeSlackOptions {
   botToken: string;
+  /** The app-level token apps.connections.open takes (default: a fixed `xapp-` token). */
+  appToken?: string;
+  appId?: string;
   botUserId?: string;
   botId?: string;
   teamId?: string;
   /** When set, other channels answer `channel_not_found`. */
   channels?: string[];
 }
+
+export const FAKE_APP_TOKEN = "xapp-1-A0APP000001-4406285312345-6f1b2c3d4e5f60718293a4b5c6d7e8f9";
 
 type Answer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
 
@@ -40,18 +71,31 @@ export class FakeSlack {
   readonly messages = new Map<string, FakeSlackMessage>();
   private rateLimits: Array<{ count: number; retryAfterSeconds: number }> = [];
   private failures: Array<{ count: number; error: string }> = [];
+  readonly socketConnections: FakeSocketConnection[] = [];
+  readonly acks: FakeSocketAck[] = [];
+  private readonly ackListeners: Array<(ack: FakeSocketAck) => void> = [];
+  private readonly tickets = new Set<string>();
+  private readonly sockets = new WebSocketServer({ noServer: true });
   private tsCounter = 0;
+  private envelopeCounter = 0;
+  private socketsToRefuse = 0;
+  /** WebSocket upgrades answered 401. */
+  refusedSockets = 0;
 
   private constructor(
     private readonly server: Server,
     private readonly options: Required<Omit<FakeSlackOptions, "channels">> & { channels?: string[] },
-  ) {}
+  ) {
+    server.on("upgrade", (req, socket, head) => this.upgrade(req, socket, head));
+  }
 
   static async start(options: FakeSlackOptions): Promise<FakeSlack> {
     const full = {
       botUserId: "U0BOT000001",
       botId: "B0BOT000001",
       teamId: "T0TEAM00001",
+      appToken: FAKE_APP_TOKEN,
+      appId: "A0APP000001",
       ...options,
     };
     let fake: FakeSlack | null = null;
@@ -87,9 +131,110 @@ export class FakeSlack {
     return [...this.messages.values()].filter((m) => m.channel === channel);
   }
 
+  /** The connection envelopes go to: the newest one still open. */
+  get currentSocket(): FakeSocketConnection | null {
+    return this.socketConnections.findLast((c) => c.open) ?? null;
+  }
+
+  /** Pushes an envelope over the current connection; returns its envelope_id. */
+  sendEnvelope(type: string, payload: unknown, options: FakeEnvelopeOptions = {}): string {
+    const connection = this.currentSocket;
+    if (!connection) throw new Error("no open Socket Mode connection");
+    this.envelopeCounter += 1;
+    const envelopeId = `${randomUUID()}-${this.envelopeCounter}`;
+    const envelope: Record<string, unknown> = { envelope_id: envelopeId, payload, type, accepts_response_payload: type !== "events_api" };
+    if (type === "events_api") {
+      envelope.retry_attempt = options.retryAttempt ?? 0;
+      envelope.retry_reason = options.retryReason ?? "";
+    }
+    connection.socket.send(JSON.stringify(envelope));
+    return envelopeId;
+  }
+
+  /** An Events API body (as posted over HTTP) pushed as an `events_api` envelope. */
+  sendEventCallback(body: string, options: FakeEnvelopeOptions = {}): string {
+    return this.sendEnvelope("events_api", JSON.parse(body), options);
+  }
+
+  /** Slack's notice that the client should open a new connection (this one closes soon). */
+  requestSocketRefresh(): void {
+    const connection = this.currentSocket;
+    if (!connection) throw new Error("no open Socket Mode connection");
+    connection.socket.send(JSON.stringify({ type: "disconnect", reason: "refresh_requested", debug_info: { host: "fake-applink" } }));
+  }
+
+  /** Closes the current connection from the server's side: a close frame, or the TCP connection cut. */
+  dropSocket(how: "close" | "terminate" = "close"): void {
+    const connection = this.currentSocket;
+    if (!connection) throw new Error("no open Socket Mode connection");
+    if (how === "close") connection.socket.close(1001, "server going away");
+    else connection.socket.terminate();
+  }
+
+  /** The next `count` WebSocket upgrades are refused with 401 (their tickets are used up all the same). */
+  refuseNextSockets(count: number): void {
+    this.socketsToRefuse += count;
+  }
+
+  ackOf(envelopeId: string): FakeSocketAck | undefined {
+    return this.acks.find((ack) => ack.envelopeId === envelopeId);
+  }
+
+  /** Called with each acknowledgement as it arrives, before any other I/O is handled. */
+  onAck(listener: (ack: FakeSocketAck) => void): void {
+    this.ackListeners.push(listener);
+  }
+
   async close(): Promise<void> {
+    for (const connection of this.socketConnections) connection.socket.terminate();
+    await new Promise<void>((resolve) => this.sockets.close(() => resolve()));
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const ticket = url.searchParams.get("ticket");
+    // Tickets are single use, as Slack's are.
+    const known = url.pathname === "/link/" && ticket !== null && this.tickets.delete(ticket);
+    const refused = this.socketsToRefuse > 0;
+    if (refused) this.socketsToRefuse -= 1;
+    if (!known || refused) {
+      this.refusedSockets += 1;
+      socket.end("HTTP/1.1 401 Unauthorized\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+      return;
+    }
+    this.sockets.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+  }
+
+  private accept(socket: WebSocket): void {
+    const connection: FakeSocketConnection = { index: this.socketConnections.length + 1, socket, open: true };
+    this.socketConnections.push(connection);
+    socket.on("close", () => {
+      connection.open = false;
+    });
+    socket.on("error", () => undefined);
+    socket.on("message", (data, isBinary) => {
+      if (isBinary) return;
+      let message: { envelope_id?: unknown; payload?: unknown };
+      try {
+        message = JSON.parse(String(data)) as { envelope_id?: unknown; payload?: unknown };
+      } catch {
+        return;
+      }
+      if (typeof message.envelope_id !== "string") return;
+      const ack: FakeSocketAck = { envelopeId: message.envelope_id, payload: message.payload ?? null, connection: connection.index };
+      this.acks.push(ack);
+      for (const listener of this.ackListeners) listener(ack);
+    });
+    socket.send(
+      JSON.stringify({
+        type: "hello",
+        num_connections: this.socketConnections.filter((c) => c.open).length,
+        debug_info: { host: "fake-applink", approximate_connection_time: 18_060 },
+        connection_info: { app_id: this.options.appId },
+      }),
+    );
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -125,13 +270,19 @@ export class FakeSlack {
     if (params.__invalid_json) return fail("invalid_json");
     const token = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length) : params.token;
     if (!token) return fail("not_authed");
-    if (token !== this.options.botToken) return fail("invalid_auth");
+    // apps.connections.open takes only the app-level token; every other method only the bot token.
+    const appMethod = method === "apps.connections.open";
+    const other = appMethod ? this.options.botToken : this.options.appToken;
+    if (token === other) return fail("not_allowed_token_type");
+    if (token !== (appMethod ? this.options.appToken : this.options.botToken)) return fail("invalid_auth");
     const failure = this.failures[0];
     if (failure) {
       if (--failure.count <= 0) this.failures.shift();
       return fail(failure.error);
     }
     switch (method) {
+      case "apps.connections.open":
+        return this.openConnection();
       case "auth.test":
         return ok({
           url: "https://example-team.slack.com/",
@@ -149,6 +300,13 @@ export class FakeSlack {
       default:
         return fail("unknown_method");
     }
+  }
+
+  private openConnection(): Answer {
+    const ticket = randomUUID();
+    this.tickets.add(ticket);
+    const { port } = this.server.address() as AddressInfo;
+    return ok({ url: `ws://127.0.0.1:${port}/link/?ticket=${ticket}&app_id=${this.options.appId}` });
   }
 
   private channelError(channel: string | undefined): Answer | null {

@@ -1,4 +1,5 @@
-// The Slack adapter: Events API ingress, replies through chat.postMessage / chat.update.
+// The Slack adapter: Events API ingress over signed HTTP routes (with a signing secret) and/or
+// Socket Mode (with an app-level token), replies through chat.postMessage / chat.update.
 //
 // Visible marks: a resend that may repeat an earlier reply ends with an italic note
 // (POSSIBLE_DUPLICATE_NOTE) and carries message metadata
@@ -18,7 +19,10 @@ import { InMemoryThreadMemory, type ThreadMemory } from "../shared/thread-memory
 import { createSlackWebClient, slackErrorCode, toSendError, UNEDITABLE_ERRORS } from "./client.js";
 import { normaliseSlackApiUrl, type SlackConfig } from "./config.js";
 import { slackThreadKey } from "./events.js";
+import { createSlackIntake, type SlackIntakeContext } from "./intake.js";
 import { slackRoutes } from "./routes.js";
+import { createSocketEnvelopeHandler } from "./socket-envelopes.js";
+import { startSlackSocketMode, type SlackSocketMode } from "./socket-mode.js";
 
 /** Slack truncates message text beyond 40,000 characters; longer replies go as several messages. */
 export const SLACK_MAX_TEXT = 39_000;
@@ -49,7 +53,8 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
   const logger = deps.logger.child({ adapter: "slack" });
   const now = deps.now ?? Date.now;
   const threads = deps.threads ?? new InMemoryThreadMemory();
-  const client: WebClient = createSlackWebClient(config.botToken, normaliseSlackApiUrl(config.apiUrl), logger);
+  const apiUrl = normaliseSlackApiUrl(config.apiUrl);
+  const client: WebClient = createSlackWebClient(config.botToken, apiUrl, logger);
   const tracker = new PartialSendTracker();
   // Per channel: a 429 on a streamed preview also holds back the delivery that follows it.
   const previewRateLimits = new RetryAfterGate();
@@ -67,6 +72,17 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
     );
     return identity;
   };
+
+  const intakeContext: SlackIntakeContext = {
+    logger,
+    threads,
+    now,
+    resolveBotUserId: botUserId,
+    configuredBotUserId: config.botUserId ?? null,
+  };
+  const signingSecret = config.signingSecret ?? null;
+  const appToken = config.appToken ?? null;
+  let socketMode: SlackSocketMode | null = null;
 
   const post = async ({ channel, threadTs, metadata }: PostOptions, text: string): Promise<string> => {
     try {
@@ -99,16 +115,34 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
     platform: "slack",
     capabilities: { threads: true, edits: true, streaming: true, typing: false },
 
-    routes(ingress: GatewayIngress) {
-      return slackRoutes(ingress, {
-        signingSecret: config.signingSecret,
-        bodyLimitBytes: deps.bodyLimitBytes,
-        logger,
-        threads,
-        now,
-        resolveBotUserId: botUserId,
-        configuredBotUserId: config.botUserId ?? null,
-      });
+    routes: signingSecret
+      ? (ingress: GatewayIngress) =>
+          slackRoutes({
+            signingSecret,
+            bodyLimitBytes: deps.bodyLimitBytes,
+            logger,
+            now,
+            intake: createSlackIntake(ingress, intakeContext),
+          })
+      : undefined,
+
+    // Socket Mode connects in the background and keeps reconnecting: Slack being unreachable
+    // must not keep the gateway from starting.
+    start: appToken
+      ? async (ingress: GatewayIngress) => {
+          await socketMode?.stop();
+          socketMode = startSlackSocketMode({
+            appToken,
+            apiUrl,
+            logger,
+            onEnvelope: createSocketEnvelopeHandler(createSlackIntake(ingress, intakeContext), logger),
+          });
+        }
+      : undefined,
+
+    async stop() {
+      await socketMode?.stop();
+      socketMode = null;
     },
 
     botUserId,

@@ -74,9 +74,9 @@ export function slackErrorCode(error: unknown): string | null {
   return error instanceof WebAPIPlatformError ? error.data.error : null;
 }
 
-/** WebClient logs through our pino logger (it redacts tokens itself; we add nothing secret). */
-function slackLoggerFor(logger: Logger): SlackLogger {
-  const child = logger.child({ component: "slack-web-api" });
+/** The SDK clients log through our pino logger (they redact tokens themselves; we add nothing secret). */
+export function slackLoggerFor(logger: Logger, component = "slack-web-api"): SlackLogger {
+  const child = logger.child({ component });
   let level = LogLevel.WARN;
   const rank: Record<LogLevel, number> = {
     [LogLevel.DEBUG]: 0,

@@ -3,25 +3,20 @@
 // never runs inline, so Slack gets its answer well within 3 s.
 import { Router, type Request } from "express";
 import type { Logger } from "pino";
-import type { AcceptResult, GatewayIngress, InboundMessage } from "../../gateway/types.js";
 import { postRoute, readRawBody, sendError } from "../shared/http.js";
-import type { ThreadMemory } from "../shared/thread-memory.js";
-import { normaliseSlackCommand } from "./commands.js";
-import { botUserIdFromAuthorizations, classifySlackEvent, SlackEnvelopeSchema } from "./events.js";
+import { SlackEnvelopeSchema } from "./events.js";
+import { slackCommandResponse, type SlackCommandOutcome, type SlackIntake } from "./intake.js";
 import { verifySlackSignature } from "./signature.js";
 
 export interface SlackRouteContext {
   signingSecret: string;
   bodyLimitBytes: number;
   logger: Logger;
-  threads: ThreadMemory;
   now: () => number;
-  /** The bot's user id from config or auth.test (null when it cannot be found). */
-  resolveBotUserId: () => Promise<string | null>;
-  configuredBotUserId: string | null;
+  intake: SlackIntake;
 }
 
-export function slackRoutes(ingress: GatewayIngress, ctx: SlackRouteContext): Router {
+export function slackRoutes(ctx: SlackRouteContext): Router {
   const router = Router();
   const log = ctx.logger;
 
@@ -34,15 +29,6 @@ export function slackRoutes(ingress: GatewayIngress, ctx: SlackRouteContext): Ro
       ctx.now(),
     );
     return result.ok ? { ok: true, raw } : result;
-  };
-
-  const record = async (message: InboundMessage): Promise<AcceptResult> => {
-    const result = await ingress.accept(message);
-    log.debug(
-      { platformMessageId: message.platformMessageId, status: result.status, sessionKey: message.sessionKey },
-      "slack message recorded",
-    );
-    return result;
   };
 
   postRoute(router, "/slack/events", ctx.bodyLimitBytes, async (req, res) => {
@@ -70,31 +56,15 @@ export function slackRoutes(ingress: GatewayIngress, ctx: SlackRouteContext): Ro
       res.status(200).end();
       return;
     }
-    const botUserId =
-      ctx.configuredBotUserId ?? botUserIdFromAuthorizations(envelope) ?? (await ctx.resolveBotUserId());
-    const decision = classifySlackEvent(envelope, { botUserId, threads: ctx.threads, now: ctx.now() });
-    if (decision.kind === "ignore") {
-      log.debug({ eventId: envelope.event_id, reason: decision.reason }, "slack event ignored");
-      res.status(200).end();
-      return;
-    }
     const retryNum = req.get("x-slack-retry-num");
-    let result: AcceptResult;
+    const redelivery = retryNum ? { attempt: Number(retryNum), reason: req.get("x-slack-retry-reason") ?? null } : null;
     try {
-      result = await record(decision.message);
+      await ctx.intake.eventCallback(envelope, redelivery);
     } catch (error) {
       // Not recorded: a non-2xx answer makes Slack deliver the event again.
       log.error({ err: error, eventId: envelope.event_id }, "slack event could not be recorded");
       sendError(res, 503, "message could not be recorded; retry later");
       return;
-    }
-    if (result.status === "rejected") {
-      log.warn({ eventId: envelope.event_id, reason: result.reason }, "slack event rejected by the gateway");
-    } else if (decision.rememberThread) {
-      ctx.threads.remember(decision.rememberThread);
-    }
-    if (result.status === "duplicate" && retryNum) {
-      log.info({ eventId: envelope.event_id, retryNum, reason: req.get("x-slack-retry-reason") }, "slack redelivery");
     }
     res.status(200).end();
   });
@@ -111,22 +81,19 @@ export function slackRoutes(ingress: GatewayIngress, ctx: SlackRouteContext): Ro
       res.status(200).end();
       return;
     }
-    const decision = normaliseSlackCommand(form, ctx.now());
-    if (decision.kind === "invalid") {
-      sendError(res, 400, decision.reason);
-      return;
-    }
-    let result: AcceptResult;
+    let outcome: SlackCommandOutcome;
     try {
-      result = await record(decision.message);
+      outcome = await ctx.intake.command(form);
     } catch (error) {
       log.error({ err: error }, "slack command could not be recorded");
       sendError(res, 503, "command could not be recorded; retry later");
       return;
     }
-    const text =
-      result.status === "rejected" ? `Not accepted: ${result.reason}` : `Received \`${decision.message.text}\``;
-    res.status(200).json({ response_type: "ephemeral", text });
+    if (outcome.kind === "invalid") {
+      sendError(res, 400, outcome.reason);
+      return;
+    }
+    res.status(200).json(slackCommandResponse(outcome));
   });
 
   return router;
