@@ -25,6 +25,12 @@ export interface InterruptRequest {
   hard?: boolean;
   /** Interrupt only turns whose input is older than this inbox row (busy mode 'interrupt'). */
   beforeInboxId?: number;
+  /**
+   * Set on delivery when the request was caught up after the subscriber reconnected: how long ago
+   * it was published (by the Redis clock, so no clock skew enters). A turn that began more
+   * recently than that is not the turn it was meant for.
+   */
+  ageMs?: number;
 }
 
 export interface InterruptPublisher {

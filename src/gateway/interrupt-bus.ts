@@ -13,8 +13,8 @@
 //     plus 60 s after its newest one), or the catch-up read failed (logged).
 //
 // A request applies to the turns running when it is delivered: one delivered live does not reach
-// a turn that starts later, but a caught-up one can reach a turn of that session that started
-// after the request was published (within the window).
+// a turn that starts later. A caught-up one carries its age (`ageMs`, by the Redis clock), so the
+// turn workers skip turns that began after it was published (turn-worker.ts, isInterruptFor).
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { InterruptPublisher, InterruptRequest } from "./bus-types.js";
@@ -119,7 +119,9 @@ export class InterruptBus implements InterruptPublisher {
   private async startListening(): Promise<void> {
     const start = await this.log.newestPosition();
     if (this.closed) throw new Error("interrupt bus is closed");
-    const feed = new CatchUpFeed<LoggedInterrupt>((item) => item.position, (item) => this.deliver(item.request), start, { held: true });
+    // A caught-up request carries its age, so a listener can tell which turns it predates.
+    const deliverItem = (item: LoggedInterrupt): void => this.deliver(item.ageMs === undefined ? item.request : { ...item.request, ageMs: item.ageMs });
+    const feed = new CatchUpFeed<LoggedInterrupt>((item) => item.position, deliverItem, start, { held: true });
     this.feed = feed;
     try {
       await this.subscriber.subscribe(this.channel);

@@ -11,6 +11,8 @@ import { comparePositions, parseStreamId, STREAM_START, type StreamPosition } fr
 export interface LoggedInterrupt {
   request: InterruptRequest;
   position: StreamPosition;
+  /** How old the request was when it was read back from the log (Redis clock); live ones have none. */
+  ageMs?: number;
 }
 
 /** A channel message: the request, and its log position when the publisher logged it. */
@@ -72,7 +74,8 @@ export class InterruptLog {
    * (the same clock that stamped their ids), oldest first, in pages. Unreadable entries are skipped.
    */
   async *readRecent(after: StreamPosition, windowMs: number): AsyncIterable<LoggedInterrupt[]> {
-    const horizon: StreamPosition = { ms: (await this.redisNowMs()) - windowMs, seq: 0 };
+    const now = await this.redisNowMs();
+    const horizon: StreamPosition = { ms: now - windowMs, seq: 0 };
     let from = comparePositions(after, horizon) > 0 ? after : horizon;
     while (true) {
       const entries = await this.redis.xrange(this.key, `(${from.ms}-${from.seq}`, "+", "COUNT", READ_PAGE);
@@ -81,7 +84,7 @@ export class InterruptLog {
       for (const [id, fields] of entries) {
         const position = parseStreamId(id);
         const request = position && requestFromEntry(fields);
-        if (position && request) page.push({ request, position });
+        if (position && request) page.push({ request, position, ageMs: Math.max(0, now - position.ms) });
       }
       yield page;
       if (entries.length < READ_PAGE) return;

@@ -52,6 +52,20 @@ interface TurnState {
 interface RunningTurn {
   agent: Agent;
   state: TurnState;
+  /** performance.now() when the turn was set up (before it waits for the lease). */
+  began: number;
+}
+
+/** A caught-up interrupt and a turn's start are timed on two clocks read moments apart. */
+const INTERRUPT_AGE_TOLERANCE_MS = 250;
+
+/** Is the request meant for a turn with these inputs that began `ageMs` ago? */
+export function isInterruptFor(request: InterruptRequest, turn: { inboxIds: number[]; ageMs: number }): boolean {
+  // Busy mode 'interrupt': only turns working on input older than the new message.
+  if (request.beforeInboxId !== undefined && !turn.inboxIds.some((id) => id < request.beforeInboxId!)) return false;
+  // Caught up after a reconnect: a turn that began after the request was published is not its target.
+  if (request.ageMs !== undefined && turn.ageMs < request.ageMs - INTERRUPT_AGE_TOLERANCE_MS) return false;
+  return true;
 }
 
 export class TurnWorkers {
@@ -85,8 +99,9 @@ export class TurnWorkers {
     const turns = this.running.get(request.sessionId);
     if (!turns) return 0;
     let count = 0;
+    const now = performance.now();
     for (const turn of turns) {
-      if (request.beforeInboxId !== undefined && !turn.state.inboxIds.some((id) => id < request.beforeInboxId!)) continue;
+      if (!isInterruptFor(request, { inboxIds: turn.state.inboxIds, ageMs: now - turn.began })) continue;
       turn.agent.interrupt(request.text, { hardCancel: request.hard ?? false });
       count++;
     }
@@ -149,7 +164,7 @@ export class TurnWorkers {
     const { store, config, metrics } = this.deps;
     const tip = await store.resolveResumeSessionId(conversation);
     const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null };
-    const turn: RunningTurn = { agent: this.createAgent(conversation, tip, row.platform, state), state };
+    const turn: RunningTurn = { agent: this.createAgent(conversation, tip, row.platform, state), state, began: performance.now() };
     this.track(conversation, turn);
     metrics.runningTurns.inc();
     const started = Date.now();

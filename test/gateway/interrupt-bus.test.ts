@@ -139,7 +139,14 @@ describe("InterruptBus", () => {
     await publisher.publish({ sessionId: "live" });
     await until(() => heard.length === 2);
     await sleep(100);
-    expect(heard).toEqual([{ sessionId: "missed", text: "stop", hard: true }, { sessionId: "live" }]);
+    // The caught-up request says how old it is (about the 300 ms the subscriber was away), so a
+    // turn that began after it can tell; the live one needs no age.
+    const [missed, live] = heard;
+    expect(missed).toMatchObject({ sessionId: "missed", text: "stop", hard: true });
+    expect(missed.ageMs).toBeGreaterThanOrEqual(150);
+    expect(missed.ageMs).toBeLessThan(3000);
+    expect(live).toEqual({ sessionId: "live" });
+    expect(heard).toHaveLength(2);
   });
 
   it("delivers a request once when it is heard live and also read in a catch-up", async () => {
