@@ -16,6 +16,7 @@ import { openFileLimit, readMemory, type MemoryReading } from "./lib/proc.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { round, summarize } from "./lib/stats.js";
+import { benchPrefix } from "./lib/redis.js";
 
 type Msg<T extends WsClientsMessage["type"]> = Extract<WsClientsMessage, { type: T }>;
 
@@ -29,7 +30,7 @@ export async function fanoutBenchmark(ctx: BenchContext): Promise<BenchResult> {
   }
   const dir = join(ctx.workDir, "fanout");
   mkdirSync(dir, { recursive: true });
-  const prefix = `bench-ws-${randomUUID().slice(0, 8)}`;
+  const prefix = benchPrefix("ws");
   const sessionId = `fanout-${randomUUID().slice(0, 8)}`;
   const gateway = await startGatewayProcess(["serve"], gatewayEnv(dir, ctx.redisUrl, prefix));
   const redis = new Redis({ ...redisOptionsFromUrl(ctx.redisUrl), maxRetriesPerRequest: 2 });

@@ -9,6 +9,7 @@ import { spawnChild, type BenchChild } from "./lib/child.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { msBetween, round, summarize } from "./lib/stats.js";
+import { benchPrefix } from "./lib/redis.js";
 
 type Worker = BenchChild<HandoffCommand, HandoffMessage>;
 type Msg<T extends HandoffMessage["type"]> = Extract<HandoffMessage, { type: T }>;
@@ -24,7 +25,7 @@ export async function handoffBenchmark(ctx: BenchContext): Promise<BenchResult> 
   const sessionId = `handoff-${randomUUID().slice(0, 8)}`;
   const setup = new SessionDB(dbPath);
   await setup.createSession(sessionId, { source: "bench" });
-  const channel = `bench-handoff-${randomUUID().slice(0, 8)}:lease-released`;
+  const channel = `${benchPrefix("handoff")}:lease-released`;
   const workers: Worker[] = [0, 1].map(() =>
     spawnChild<HandoffCommand, HandoffMessage>("handoff-worker.ts", [dbPath, ctx.redisUrl, channel, sessionId]),
   );

@@ -13,6 +13,7 @@ import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSink, type CallbackSink } from "./lib/sink.js";
 import { round, summarize } from "./lib/stats.js";
+import { benchPrefix } from "./lib/redis.js";
 
 const RATE_PER_S = 500;
 const CHATS = 50;
@@ -102,7 +103,7 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number): 
   const dir = join(ctx.workDir, `ingress-${topology}`);
   mkdirSync(dir, { recursive: true });
   const sink = await startCallbackSink();
-  const env = gatewayEnv(dir, ctx.redisUrl, `bench-ingress-${randomUUID().slice(0, 8)}`, { SWITCHBOARD_CONFIG: configFile(dir, sink.url) });
+  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url) });
   const processes: GatewayProcess[] = [];
   // Without workers no reply ever comes: do not wait for them.
   const replies = topology === "no-workers" ? null : sink;

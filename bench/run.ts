@@ -10,7 +10,7 @@ import { fanoutBenchmark } from "./fanout.js";
 import { handoffBenchmark } from "./handoff.js";
 import { ingressBenchmark } from "./ingress.js";
 import { renderLatencySvg } from "./lib/chart.js";
-import { benchRedis } from "./lib/redis.js";
+import { benchRedis, dropBenchKeys } from "./lib/redis.js";
 import { passes, type BenchContext, type BenchResult, type Benchmark } from "./lib/result.js";
 import { renderMarkdown, renderTable } from "./lib/table.js";
 import { reloadBenchmark } from "./reload.js";
@@ -98,6 +98,8 @@ async function main(): Promise<number> {
       console.log(renderTable(result));
     }
   } finally {
+    // A shared Redis (REDIS_URL) keeps nothing of the run; a private one goes away anyway.
+    if (!redis.private) await dropBenchKeys(redis.url).catch((err: Error) => console.error(`could not delete the run's keys: ${err.message}`));
     await redis.stop();
     rmSync(workDir, { recursive: true, force: true });
   }

@@ -16,6 +16,7 @@ import { httpRequest, keepAliveAgent } from "./lib/http.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { msBetween, round, summarize } from "./lib/stats.js";
+import { benchPrefix } from "./lib/redis.js";
 
 export const CONCURRENCY = 32;
 
@@ -39,7 +40,7 @@ async function loops(count: number, perLoop: number, step: (loop: number, index:
 
 /** Raw BullMQ: jobs/s from the first add to the last completion (the worker is a separate process). */
 export async function measureBullmq(ctx: BenchContext, shape: Shape): Promise<{ jobsPerSecond: number; jobs: number }> {
-  const prefix = `bench-raw-${randomUUID().slice(0, 8)}`;
+  const prefix = benchPrefix("raw");
   const connection = new Redis({ ...redisOptionsFromUrl(ctx.redisUrl), maxRetriesPerRequest: null });
   // The gateway's turn queue: same name, job ids and default job options.
   const turns = new Queue<TurnJobData>(TURN_QUEUE, {
@@ -141,7 +142,7 @@ export async function measureGateway(ctx: BenchContext, shape: Shape): Promise<C
   mkdirSync(dir, { recursive: true });
   const gateway = await startGatewayProcess(
     ["serve"],
-    gatewayEnv(dir, ctx.redisUrl, `bench-gw-${randomUUID().slice(0, 8)}`, { WORKER_CONCURRENCY: String(CONCURRENCY) }),
+    gatewayEnv(dir, ctx.redisUrl, benchPrefix("gw"), { WORKER_CONCURRENCY: String(CONCURRENCY) }),
   );
   try {
     return await driveChatLoad(ctx, gateway.url as string, shape, "gateway API");
@@ -155,7 +156,7 @@ export async function measureDurableFloor(ctx: BenchContext, shape: Shape): Prom
   const dir = join(ctx.workDir, "floor");
   mkdirSync(dir, { recursive: true });
   const floor = spawnChild<never, DurableFloorMessage>("durable-floor.ts", [
-    ctx.redisUrl, `bench-floor-${randomUUID().slice(0, 8)}`, String(CONCURRENCY), join(dir, "floor.db"),
+    ctx.redisUrl, benchPrefix("floor"), String(CONCURRENCY), join(dir, "floor.db"),
   ]);
   try {
     const ready = await floor.next((m): m is Extract<DurableFloorMessage, { type: "ready" }> => m.type === "ready", 60_000);

@@ -1,9 +1,12 @@
 // The one Redis every figure of a run is measured against: REDIS_URL when set, else a private
 // redis-server started for the run and stopped after it.
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import { startEmbeddedRedis } from "../../src/gateway/embedded-redis.js";
+import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
 
 export interface BenchRedis {
   url: string;
@@ -25,4 +28,37 @@ export async function benchRedis(): Promise<BenchRedis> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+const usedPrefixes = new Set<string>();
+
+/** A key prefix for one measurement; the run deletes its keys afterwards (see dropBenchKeys). */
+export function benchPrefix(label: string): string {
+  const prefix = `bench-${label}-${randomUUID().slice(0, 8)}`;
+  usedPrefixes.add(prefix);
+  return prefix;
+}
+
+/**
+ * Delete every key under the prefixes this run used: on a shared Redis a run leaves nothing
+ * behind (queued jobs of the no-workers layout, event streams, queue metadata). Other keys are
+ * never touched.
+ */
+export async function dropBenchKeys(url: string): Promise<number> {
+  const client = new Redis({ ...redisOptionsFromUrl(url), maxRetriesPerRequest: 2 });
+  let deleted = 0;
+  try {
+    for (const prefix of usedPrefixes) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+        cursor = next;
+        if (keys.length > 0) deleted += await client.unlink(...keys);
+      } while (cursor !== "0");
+    }
+    usedPrefixes.clear();
+    return deleted;
+  } finally {
+    client.disconnect();
+  }
 }

@@ -14,9 +14,14 @@ export function testRedisUrl(): string {
   return url;
 }
 
+/** Every key of this test run starts with this (the global setup names the run). */
+export function runKeyPrefix(run = process.env.SWITCHBOARD_TEST_RUN ?? "local"): string {
+  return `sbtest-${run}-`;
+}
+
 /** A key prefix no other run or test shares. */
 export function uniquePrefix(label = "t"): string {
-  return `sbtest-${label}-${randomUUID().slice(0, 8)}`;
+  return `${runKeyPrefix()}${label}-${randomUUID().slice(0, 8)}`;
 }
 
 export function newRedisClient(url = testRedisUrl()): Redis {
@@ -34,6 +39,6 @@ export async function deletePrefix(client: Redis, prefix: string): Promise<void>
   do {
     const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 500);
     cursor = next;
-    if (keys.length) await client.del(...keys);
+    if (keys.length) await client.unlink(...keys);
   } while (cursor !== "0");
 }
