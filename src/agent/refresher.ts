@@ -38,7 +38,8 @@ export class LeaseRefresher {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.stopSignal.abort();
+    // A reason: abort() without one builds a DOMException (with a stack) on every turn.
+    this.stopSignal.abort("turn over");
     if (this.inFlightLost) {
       const cap = pause(this.options.stopWaitMs ?? 5_000);
       await Promise.race([this.inFlightLost, cap]);

@@ -57,6 +57,8 @@ export interface SessionDBOptions {
    * wal-checkpointer.ts). The gateway turns it on; off (0) by default. Ignored in memory.
    */
   backgroundCheckpointMs?: number;
+  /** With background checkpoints: rewind the WAL once it holds more frames than this (default 4096). */
+  walRestartFrames?: number;
 }
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
@@ -105,7 +107,9 @@ export class SessionDB implements SessionStore {
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? DEFAULTS.defaultWaitSeconds;
     this.busyRetryDeadlineMs = options.busyRetryDeadlineMs ?? DEFAULTS.busyRetryDeadlineMs;
     this.clock = options.now ?? (() => Date.now() / 1000);
-    if (options.backgroundCheckpointMs && !opened.inMemory) this.checkpointer = this.checkpointInBackground(path, options.backgroundCheckpointMs);
+    if (options.backgroundCheckpointMs && !opened.inMemory) {
+      this.checkpointer = this.checkpointInBackground(path, options.backgroundCheckpointMs, options.walRestartFrames);
+    }
 
     this.sessions = new SessionSql(this.db);
     this.messages = new MessageSql(this.db);
@@ -139,12 +143,13 @@ export class SessionDB implements SessionStore {
 
   // ---- plumbing ----
 
-  private checkpointInBackground(path: string, intervalMs: number): WalCheckpointer {
+  private checkpointInBackground(path: string, intervalMs: number, restartAfterFrames: number | undefined): WalCheckpointer {
     this.db.pragma("wal_autocheckpoint = 0");
     // A WAL that grew under a burst shrinks back once it is reset.
     this.db.pragma("journal_size_limit = 67108864");
     return WalCheckpointer.start(path, {
       intervalMs,
+      restartAfterFrames,
       onFailure: () => {
         if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES}`);
       },

@@ -10,6 +10,8 @@ import { Worker } from "node:worker_threads";
 export interface WalCheckpointerOptions {
   /** How often the thread checkpoints. The WAL grows by what is written in between. */
   intervalMs: number;
+  /** Rewind the log (RESTART) once it holds more frames than this. Default 4096 (16 MB of 4 KB pages). */
+  restartAfterFrames?: number;
   /** The thread failed: the store goes back to SQLite's automatic checkpoints. */
   onFailure: (err: Error) => void;
 }
@@ -18,7 +20,11 @@ interface ThreadData {
   driver: string;
   path: string;
   intervalMs: number;
+  restartAfterFrames: number;
 }
+
+
+const DEFAULT_RESTART_AFTER_FRAMES = 4096;
 
 // Plain CommonJS, evaluated in the thread: no loader or build step is needed to start it.
 const THREAD_SOURCE = `
@@ -39,7 +45,12 @@ try {
 }
 const checkpoint = () => {
   try {
-    db.pragma("wal_checkpoint(PASSIVE)");
+    const [{ log }] = db.pragma("wal_checkpoint(PASSIVE)");
+    // Under steady writes a passive checkpoint never finds the log fully copied when the next
+    // write starts, so the log is never rewound and grows. Past the bound, RESTART copies the
+    // few frames left and makes the next writer start the log over; writers wait meanwhile
+    // (asynchronously, on SQLITE_BUSY), the event loop does not.
+    if (log > workerData.restartAfterFrames) db.pragma("wal_checkpoint(RESTART)");
   } catch (err) {
     // SQLITE_BUSY: another connection is checkpointing; the next round catches up.
     if (!String(err && err.code).startsWith("SQLITE_BUSY")) fail(err);
@@ -64,7 +75,12 @@ export class WalCheckpointer {
   ) {}
 
   static start(path: string, options: WalCheckpointerOptions): WalCheckpointer {
-    const workerData: ThreadData = { driver: createRequire(import.meta.url).resolve("better-sqlite3"), path, intervalMs: options.intervalMs };
+    const workerData: ThreadData = {
+      driver: createRequire(import.meta.url).resolve("better-sqlite3"),
+      path,
+      intervalMs: options.intervalMs,
+      restartAfterFrames: options.restartAfterFrames ?? DEFAULT_RESTART_AFTER_FRAMES,
+    };
     const thread = new Worker(THREAD_SOURCE, { eval: true, workerData });
     // It never keeps a process alive on its own.
     thread.unref();

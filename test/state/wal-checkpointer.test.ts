@@ -53,6 +53,25 @@ describe("background WAL checkpoints", () => {
     expect(await db.getMessages("s-2")).toHaveLength(2_000);
   });
 
+  it("keeps the WAL bounded under steady writes: the log is rewound, not grown", async () => {
+    const db = store.open({ backgroundCheckpointMs: 10, walRestartFrames: 500 });
+    await db.createSession("s-3", { source: "test" });
+    const text = "y".repeat(4_000);
+    // About 40 MB in commits a millisecond apart, like a busy gateway's: a passive checkpoint
+    // alone never sees the log fully copied when the next write starts, so without the rewind
+    // the log would end up holding all of it.
+    const until = Date.now() + 20_000;
+    for (let batch = 0; batch < 1_000 && Date.now() < until; batch++) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      await db.appendMessagesBatch(
+        "s-3",
+        Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${batch}-${i} ${text}`, timestamp: batch })),
+      );
+    }
+    expect(await db.getMessages("s-3")).toHaveLength(10_000);
+    expect(fileSize(`${store.path}-wal`)).toBeLessThan(16_000_000);
+  });
+
   it("reports a thread that cannot open the database, as an error with its message (the store then goes back to SQLite's own checkpoints)", async () => {
     const failure = await new Promise<Error>((resolve) => {
       WalCheckpointer.start(join(store.dir, "no-such-file.db"), { intervalMs: 10, onFailure: resolve });
