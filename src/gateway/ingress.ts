@@ -39,6 +39,7 @@ export class Ingress implements GatewayIngress {
   }
 
   async accept(message: InboundMessage): Promise<AcceptResult> {
+    const started = performance.now();
     const { store, metrics, logger } = this.deps;
     const problem = this.validate(message);
     if (problem) {
@@ -63,6 +64,7 @@ export class Ingress implements GatewayIngress {
     }
     metrics.inbound.inc({ platform: message.platform, result: "accepted" });
     const enqueued = await this.enqueue(row.session_id, row.id);
+    metrics.acceptSeconds.observe({ platform: message.platform }, (performance.now() - started) / 1000);
     void this.deps.events
       .publish(row.session_id, "message.queued", { inbox_id: row.id, platform: message.platform, platform_message_id: message.platformMessageId, text: message.text, user_id: message.userId })
       .catch(() => undefined);

@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 export interface GatewayMetrics {
   registry: Registry;
   inbound: Counter<"platform" | "result">;
+  acceptSeconds: Histogram<"platform">;
   turns: Counter<"platform" | "outcome">;
   turnSeconds: Histogram<"platform">;
   leaseWaits: Counter;
@@ -19,6 +20,13 @@ export function createMetrics(): GatewayMetrics {
   return {
     registry,
     inbound: new Counter({ name: "switchboard_inbound_messages_total", help: "Inbound messages by result (accepted, duplicate, rejected)", labelNames: ["platform", "result"], registers: [registry] }),
+    acceptSeconds: new Histogram({
+      name: "switchboard_ingress_accept_seconds",
+      help: "Time to record and enqueue an accepted message: the durable part of a platform's ack",
+      labelNames: ["platform"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
     turns: new Counter({ name: "switchboard_turns_total", help: "Agent turns by outcome", labelNames: ["platform", "outcome"], registers: [registry] }),
     turnSeconds: new Histogram({ name: "switchboard_turn_duration_seconds", help: "Turn latency from admission to completion", labelNames: ["platform"], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] }),
     leaseWaits: new Counter({ name: "switchboard_lease_waits_total", help: "Turns that had to wait for another holder of the session lease", registers: [registry] }),

@@ -32,6 +32,8 @@ describe("health and metrics", () => {
     expect(text).toMatch(/switchboard_inbound_messages_total\{platform="test",result="duplicate"\} 1/);
     expect(text).toMatch(/switchboard_turns_total\{platform="test",outcome="completed"\} [1-9]/);
     expect(text).toMatch(/switchboard_turn_duration_seconds_count\{platform="test"\} [1-9]/);
+    // Accepted (not duplicate) messages are timed: record + enqueue.
+    expect(text).toMatch(/switchboard_ingress_accept_seconds_count\{platform="test"\} [1-9]/);
     expect(text).toMatch(/switchboard_queue_jobs\{queue="turns",state="waiting"\} \d+/);
     expect(text).toContain("switchboard_lease_waits_total");
   }, 30_000);
