@@ -2,6 +2,7 @@
 import type { Logger } from "pino";
 import type { PlatformAdapter } from "../gateway/types.js";
 import { createDiscordAdapter, type DiscordConfig } from "./discord/index.js";
+import type { RateLimitGates } from "./shared/retry-after-gate.js";
 import type { ThreadMemory } from "./shared/thread-memory.js";
 import { createSlackAdapter, slackEnabled, type SlackConfig } from "./slack/index.js";
 import { createWebhookAdapter, type WebhookRouteConfig } from "./webhook/index.js";
@@ -39,6 +40,8 @@ export interface AdaptersDeps {
   bodyLimitBytes: number;
   /** Shared by Slack and Discord (keys do not collide); default: one in-memory store each. */
   threads?: ThreadMemory;
+  /** Retry-After windows shared across processes; default: each adapter keeps its own. */
+  rateLimits?: RateLimitGates;
   /** Default wait for sync webhook replies. */
   syncTimeoutMs?: number;
 }
@@ -46,7 +49,7 @@ export interface AdaptersDeps {
 /** The adapters the config enables: Slack with a bot token and a secret or app token, Discord with a key or token, webhooks with routes. */
 export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): PlatformAdapter[] {
   const adapters: PlatformAdapter[] = [];
-  const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads };
+  const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads, rateLimits: deps.rateLimits };
   if (slackEnabled(config.slack)) {
     adapters.push(createSlackAdapter(config.slack, base));
   }

@@ -30,6 +30,7 @@ import { Reconciler } from "./reconciler.js";
 import { RedisLeaseNotifier } from "./redis-lease-notifier.js";
 import { redisOptionsFromUrl } from "./redis-url.js";
 import { sessionsRouter } from "./sessions-api.js";
+import { SharedRateLimits } from "./shared-rate-limits.js";
 import { SharedThreadMemory } from "./thread-memory.js";
 import { TurnWorkers } from "./turn-worker.js";
 import type { PlatformAdapter } from "./types.js";
@@ -123,9 +124,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       store, redis, subscriber, channel: `${prefix}:threads`, prefixes: THREADED_SESSION_PREFIXES, threadKeyOf: threadKeyForSessionKey, logger,
     });
     cleanups.push(() => threads.close());
+    const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: `${prefix}:rate-limits`, logger });
+    cleanups.push(() => rateLimits.close());
     const adapterList: PlatformAdapter[] = createAdapters(
       { slack: config.slack ?? undefined, discord: config.discord ?? undefined, webhooks: config.webhooks },
-      { logger, bodyLimitBytes: config.bodyLimitBytes, threads },
+      { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits },
     );
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
     const sendingPlatforms = (): Set<string> => new Set(adapters.keys());

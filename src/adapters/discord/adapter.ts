@@ -16,7 +16,7 @@ import {
 } from "../../gateway/types.js";
 import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
 import { PartialSendTracker, sendParts, type PartOperations } from "../shared/multipart-send.js";
-import { RetryAfterGate } from "../shared/retry-after-gate.js";
+import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.js";
 import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
@@ -32,6 +32,8 @@ export interface DiscordAdapterDeps {
   logger: Logger;
   bodyLimitBytes: number;
   threads?: ThreadMemory;
+  /** Retry-After windows shared with the other gateway processes; default: this process only. */
+  rateLimits?: RateLimitGates;
   fetch?: typeof fetch;
   now?: () => number;
 }
@@ -56,7 +58,7 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
   const publicKey = config.publicKey ? discordPublicKey(config.publicKey) : null;
   const tracker = new PartialSendTracker();
   // Per destination: a 429 on a streamed preview also holds back the delivery that follows it.
-  const previewRateLimits = new RetryAfterGate();
+  const previewRateLimits = deps.rateLimits?.gate("discord") ?? new RetryAfterGate();
   const destination = (target: Record<string, unknown>): string =>
     optionalString(target, "interaction_token") ?? optionalString(target, "channel_id") ?? "";
   let gateway: DiscordGatewayClient | null = null;

@@ -6,10 +6,28 @@ import { RateLimitedError } from "../../gateway/types.js";
 /** Destinations remembered at most; expired entries are dropped first. */
 const MAX_ENTRIES = 10_000;
 
+/** Where an adapter gets its gate: one per platform, possibly shared across processes. */
+export interface RateLimitGates {
+  gate(scope: string): RetryAfterGate;
+}
+
+/** Told when this gate closes for a destination (e.g. to tell other processes); epoch ms. */
+export type GateClosed = (key: string, untilMs: number) => void;
+
 export class RetryAfterGate {
   private readonly until = new Map<string, number>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly onClosed: GateClosed | null = null,
+  ) {}
+
+  /** Hold `key` back until `untilMs` (epoch ms), as another process's gate asked; never shortens a wait. */
+  closeUntil(key: string, untilMs: number): void {
+    if (untilMs <= this.now()) return;
+    if (this.until.size >= MAX_ENTRIES) this.prune();
+    this.until.set(key, Math.max(this.until.get(key) ?? 0, untilMs));
+  }
 
   /** Runs `request`; a RateLimitedError it throws closes the gate for `key` until Retry-After. */
   async track<T>(key: string, request: () => Promise<T>): Promise<T> {
@@ -34,8 +52,9 @@ export class RetryAfterGate {
   }
 
   private close(key: string, retryAfterMs: number): void {
-    if (this.until.size >= MAX_ENTRIES) this.prune();
-    this.until.set(key, Math.max(this.until.get(key) ?? 0, this.now() + retryAfterMs));
+    const untilMs = this.now() + retryAfterMs;
+    this.closeUntil(key, untilMs);
+    this.onClosed?.(key, untilMs);
   }
 
   private prune(): void {

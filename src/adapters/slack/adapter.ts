@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
 import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
 import { PartialSendTracker, sendParts } from "../shared/multipart-send.js";
-import { RetryAfterGate } from "../shared/retry-after-gate.js";
+import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.js";
 import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
@@ -32,6 +32,8 @@ export interface SlackAdapterDeps {
   bodyLimitBytes: number;
   /** Threads the bot takes part in; default: in memory, bounded. */
   threads?: ThreadMemory;
+  /** Retry-After windows shared with the other gateway processes; default: this process only. */
+  rateLimits?: RateLimitGates;
   /** Clock for signature windows and receivedAt (tests). */
   now?: () => number;
 }
@@ -57,7 +59,7 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
   const client: WebClient = createSlackWebClient(config.botToken, apiUrl, logger);
   const tracker = new PartialSendTracker();
   // Per channel: a 429 on a streamed preview also holds back the delivery that follows it.
-  const previewRateLimits = new RetryAfterGate();
+  const previewRateLimits = deps.rateLimits?.gate("slack") ?? new RetryAfterGate();
   let identity: Promise<string | null> | null = null;
 
   const botUserId = (): Promise<string | null> => {
