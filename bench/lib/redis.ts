@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { startEmbeddedRedis } from "../../src/gateway/embedded-redis.js";
 import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
+import { deletePrefix } from "../../test/support/redis.js";
 
 export interface BenchRedis {
   url: string;
@@ -44,20 +45,11 @@ export function benchPrefix(label: string): string {
  * behind (queued jobs of the no-workers layout, event streams, queue metadata). Other keys are
  * never touched.
  */
-export async function dropBenchKeys(url: string): Promise<number> {
+export async function dropBenchKeys(url: string): Promise<void> {
   const client = new Redis({ ...redisOptionsFromUrl(url), maxRetriesPerRequest: 2 });
-  let deleted = 0;
   try {
-    for (const prefix of usedPrefixes) {
-      let cursor = "0";
-      do {
-        const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-        cursor = next;
-        if (keys.length > 0) deleted += await client.unlink(...keys);
-      } while (cursor !== "0");
-    }
+    for (const prefix of usedPrefixes) await deletePrefix(client, prefix);
     usedPrefixes.clear();
-    return deleted;
   } finally {
     client.disconnect();
   }

@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import { InterruptBus, type InterruptBusOptions } from "../../src/gateway/interrupt-bus.js";
 import type { InterruptRequest } from "../../src/gateway/bus-types.js";
 import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
+import { waitFor } from "../support/gateway.js";
 import { newRedisClient, testRedisUrl, uniquePrefix } from "../support/redis.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -59,13 +60,8 @@ async function dropConnection(connection: Redis): Promise<void> {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const sessionsOf = (requests: InterruptRequest[]): string[] => requests.map((request) => request.sessionId);
 
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+/** Poll closely: some tests then check that nothing more arrives. */
+const until = (condition: () => boolean, timeoutMs = 3000): Promise<boolean> => waitFor(condition, timeoutMs, "the expected deliveries", 5);
 
 describe("InterruptBus", () => {
   it("reaches every process's listener, with text, hard and the inbox bound", async () => {

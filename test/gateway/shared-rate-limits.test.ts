@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SharedRateLimits } from "../../src/gateway/shared-rate-limits.js";
 import { RateLimitedError } from "../../src/gateway/types.js";
+import { waitFor } from "../support/gateway.js";
 import { newRedisClient, uniquePrefix } from "../support/redis.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -20,14 +21,6 @@ async function processLimits(channel: string): Promise<SharedRateLimits> {
     subscriber.disconnect();
   });
   return limits;
-}
-
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 const heldBack = (check: () => void): boolean => {
@@ -52,12 +45,12 @@ describe("SharedRateLimits", () => {
     const second = await processLimits(channel);
 
     await expect(first.gate("slack").track("C1", rateLimited(600))).rejects.toBeInstanceOf(RateLimitedError);
-    await until(() => heldBack(() => second.gate("slack").check("C1", "Slack preview")));
+    await waitFor(() => heldBack(() => second.gate("slack").check("C1", "Slack preview")), 3000, "the other process to hold C1 back", 10);
     // Another destination, and the same id on another platform, are not held back.
     expect(heldBack(() => second.gate("slack").check("C2", "Slack preview"))).toBe(false);
     expect(heldBack(() => second.gate("discord").check("C1", "Discord preview"))).toBe(false);
     // The window ends everywhere.
-    await until(() => !heldBack(() => second.gate("slack").check("C1", "Slack preview")), 3000);
+    await waitFor(() => !heldBack(() => second.gate("slack").check("C1", "Slack preview")), 3000, "the window to end", 10);
     expect(heldBack(() => first.gate("slack").check("C1", "Slack preview"))).toBe(false);
   });
 
