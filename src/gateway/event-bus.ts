@@ -16,6 +16,7 @@ import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { EventPublisher, EventSubscriber, SubscribeOptions } from "./bus-types.js";
+import { SubscriberLink } from "./subscriber-link.js";
 import type { GatewayEvent } from "./types.js";
 
 export interface EventBusOptions {
@@ -169,8 +170,7 @@ interface Channel {
 export class EventBus implements EventPublisher, EventSubscriber {
   private readonly redis: Redis;
   /** Created on first subscribe when not given, so a publish-only process opens no extra connection. */
-  private subscriberConnection: Redis | null = null;
-  private readonly ownsSubscriber: boolean;
+  private readonly link: SubscriberLink;
   private readonly prefix: string;
   private readonly maxLen: number;
   private readonly ttlSeconds: number;
@@ -181,24 +181,15 @@ export class EventBus implements EventPublisher, EventSubscriber {
 
   constructor(options: EventBusOptions) {
     this.redis = options.redis;
-    this.ownsSubscriber = !options.subscriber;
     this.prefix = options.prefix;
     this.maxLen = options.maxLenPerSession ?? DEFAULT_MAX_LEN;
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
     this.logger = options.logger;
-    if (options.subscriber) this.attachSubscriber(options.subscriber);
+    this.link = new SubscriberLink(options.redis, options.subscriber, { message: this.onMessage, close: this.onDisconnect, ready: this.onReconnect });
   }
 
   private get subscriber(): Redis {
-    return this.subscriberConnection ?? this.attachSubscriber(this.redis.duplicate());
-  }
-
-  private attachSubscriber(connection: Redis): Redis {
-    this.subscriberConnection = connection;
-    connection.on("message", this.onMessage);
-    connection.on("close", this.onDisconnect);
-    connection.on("ready", this.onReconnect);
-    return connection;
+    return this.link.get();
   }
 
   streamKey(sessionId: string): string {
@@ -316,16 +307,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
     this.closed = true;
     const names = [...this.channels.values()].map((channel) => this.channelName(channel.sessionId));
     this.channels.clear();
-    const connection = this.subscriberConnection;
-    if (!connection) return;
-    connection.off("message", this.onMessage);
-    connection.off("close", this.onDisconnect);
-    connection.off("ready", this.onReconnect);
-    if (this.ownsSubscriber) {
-      connection.disconnect();
-    } else if (names.length > 0) {
-      await connection.unsubscribe(...names).catch(() => undefined);
-    }
+    await this.link.release(names);
   }
 
   private async *readPositioned(sessionId: string, after: StreamPosition): AsyncIterable<PositionedEvent[]> {

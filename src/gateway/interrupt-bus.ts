@@ -20,6 +20,7 @@ import type { Logger } from "pino";
 import type { InterruptPublisher, InterruptRequest } from "./bus-types.js";
 import { CatchUpFeed } from "./event-bus.js";
 import { InterruptLog, parseChannelMessage, type LoggedInterrupt } from "./interrupt-log.js";
+import { SubscriberLink } from "./subscriber-link.js";
 
 export interface InterruptBusOptions {
   /** Commands connection (EVALSHA, XRANGE). Not closed by the bus. */
@@ -40,9 +41,7 @@ const LOG_TTL_BEYOND_WINDOW_SECONDS = 60;
 
 export class InterruptBus implements InterruptPublisher {
   /** Created on first onInterrupt() when not given: a publish-only process opens no extra connection. */
-  private subscriberConnection: Redis | null = null;
-  private readonly redis: Redis;
-  private readonly ownsSubscriber: boolean;
+  private readonly link: SubscriberLink;
   private readonly channel: string;
   private readonly log: InterruptLog;
   private readonly catchUpWindowMs: number;
@@ -55,26 +54,16 @@ export class InterruptBus implements InterruptPublisher {
   private closed = false;
 
   constructor(options: InterruptBusOptions) {
-    this.redis = options.redis;
-    this.ownsSubscriber = !options.subscriber;
     this.channel = `${options.prefix}:interrupts`;
     this.catchUpWindowMs = options.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS;
     const ttlSeconds = Math.ceil(this.catchUpWindowMs / 1000) + LOG_TTL_BEYOND_WINDOW_SECONDS;
     this.log = new InterruptLog(options.redis, `${this.channel}:log`, this.channel, ttlSeconds);
     this.logger = options.logger;
-    if (options.subscriber) this.attachSubscriber(options.subscriber);
+    this.link = new SubscriberLink(options.redis, options.subscriber, { message: this.onMessage, close: this.onDisconnect, ready: this.onReconnect });
   }
 
   private get subscriber(): Redis {
-    return this.subscriberConnection ?? this.attachSubscriber(this.redis.duplicate());
-  }
-
-  private attachSubscriber(connection: Redis): Redis {
-    this.subscriberConnection = connection;
-    connection.on("message", this.onMessage);
-    connection.on("close", this.onDisconnect);
-    connection.on("ready", this.onReconnect);
-    return connection;
+    return this.link.get();
   }
 
   /** Tell every process to interrupt the session's running turn. Works with no one listening. */
@@ -105,13 +94,7 @@ export class InterruptBus implements InterruptPublisher {
     this.listeners.clear();
     const subscribed = this.feed !== null;
     this.feed = null;
-    const connection = this.subscriberConnection;
-    if (!connection) return;
-    connection.off("message", this.onMessage);
-    connection.off("close", this.onDisconnect);
-    connection.off("ready", this.onReconnect);
-    if (this.ownsSubscriber) connection.disconnect();
-    else if (subscribed) await connection.unsubscribe(this.channel).catch(() => undefined);
+    await this.link.release(subscribed ? [this.channel] : []);
   }
 
   // The start is read before SUBSCRIBE and one catch-up follows it, so a request logged in
