@@ -71,8 +71,11 @@ export async function main(argv: string[]): Promise<number> {
           resolve(1);
         });
     };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+    // Listen for good, not once: a launcher (npm, tsx) relays the signal its process group already
+    // got, and a second SIGTERM without a listener would kill the process mid-shutdown. Repeats
+    // are ignored; the deadline above bounds a shutdown that hangs.
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
   });
 }
 

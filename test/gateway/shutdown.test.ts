@@ -32,6 +32,26 @@ describe("SIGTERM", () => {
     }
   }, 60_000);
 
+  it("shuts down just as cleanly when the signal comes twice, as a launcher relaying it sends it", async () => {
+    const worker = await spawnGatewayProcess(["worker"], { ...ingress.env, ECHO_CHUNK_DELAY_MS: "100", SHUTDOWN_TIMEOUT_MS: "10000" });
+    try {
+      const accepted = await ingress.gateway.ingress.accept(inbound("shutdown-twice", "a b c d e f g h"));
+      if (accepted.status !== "accepted") throw new Error("not accepted");
+      await waitFor(() => ingress.gateway.store.getSessionTurnLease(accepted.sessionId), 20_000, "the turn to start");
+      worker.child.kill("SIGTERM");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      worker.child.kill("SIGTERM");
+      const code = await worker.exited;
+      // Killed by the second signal, the exit code would be null and the turn left unfinished.
+      expect(code, worker.output()).toBe(0);
+      const row = await ingress.gateway.store.getInboxRow(accepted.inboxId);
+      expect(row?.status).toBe("done");
+      expect(await ingress.gateway.store.getSessionTurnLease(accepted.sessionId)).toBeNull();
+    } finally {
+      await worker.stop("SIGKILL");
+    }
+  }, 60_000);
+
   it("interrupts a turn that outlives the shutdown deadline, keeping what it wrote, and exits 0", async () => {
     const worker = await spawnGatewayProcess(["worker"], { ...ingress.env, ECHO_CHUNK_DELAY_MS: "400", SHUTDOWN_TIMEOUT_MS: "500" });
     try {
