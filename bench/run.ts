@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { redisOptionsFromUrl } from "../src/gateway/redis-url.js";
+import { redisOptionsFromUrl } from "../src/bus/redis-url.js";
 import { fanoutBenchmark } from "./fanout.js";
 import { handoffBenchmark } from "./handoff.js";
 import { ingressBenchmark } from "./ingress.js";

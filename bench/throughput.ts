@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { TURN_QUEUE, turnJobId, type TurnJobData } from "../src/gateway/queues.js";
-import { redisOptionsFromUrl } from "../src/gateway/redis-url.js";
+import { redisOptionsFromUrl } from "../src/bus/redis-url.js";
 import type { BullmqWorkerCommand, BullmqWorkerMessage } from "./children/bullmq-worker.js";
 import type { DurableFloorMessage } from "./children/durable-floor.js";
 import { spawnChild } from "./lib/child.js";

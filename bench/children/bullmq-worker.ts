@@ -3,7 +3,7 @@
 // argv: redisUrl prefix concurrency
 import { Worker } from "bullmq";
 import { TURN_QUEUE, workerConnection, type TurnJobData } from "../../src/gateway/queues.js";
-import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
+import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
 import { fromParent, toParent } from "../lib/child.js";
 
 /** Runner -> worker: report when this many jobs (counted since start) have completed. */

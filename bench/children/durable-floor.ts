@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { TURN_QUEUE, turnJobId, workerConnection } from "../../src/gateway/queues.js";
-import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
+import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
 import { toParent } from "../lib/child.js";
 
 export type DurableFloorMessage = { type: "ready"; url: string } | { type: "error"; message: string };

@@ -2,8 +2,8 @@
 // the gateway's Redis lease notifier, taking and releasing turns when the runner says so.
 // argv: dbPath redisUrl channelPrefix sessionId
 import { Redis } from "ioredis";
-import { RedisLeaseNotifier } from "../../src/gateway/redis-lease-notifier.js";
-import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
+import { RedisLeaseNotifier } from "../../src/bus/lease-notifier.js";
+import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
 import { makeHolder, SessionDB } from "../../src/state/index.js";
 import { fromParent, toParent } from "../lib/child.js";
 

@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { startEmbeddedRedis } from "../../src/gateway/embedded-redis.js";
-import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
+import { startEmbeddedRedis } from "../../src/bus/embedded-redis.js";
+import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
 import { deletePrefix } from "../../test/support/redis.js";
 
 export interface BenchRedis {

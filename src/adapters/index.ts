@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { PlatformAdapter } from "../gateway/types.js";
 import { createDiscordAdapter, type DiscordConfig } from "./discord/index.js";
 import type { RateLimitGates } from "./shared/retry-after-gate.js";
-import type { ThreadMemory } from "./shared/thread-memory.js";
+import type { ThreadMemory } from "../bus/thread-memory.js";
 import { createSlackAdapter, slackEnabled, type SlackConfig } from "./slack/index.js";
 import { createWebhookAdapter, type WebhookRouteConfig } from "./webhook/index.js";
 
@@ -25,7 +25,7 @@ export {
 } from "./webhook/index.js";
 export { ThrottledEditor, type MessageSink, type ThrottledEditorOptions } from "./shared/throttled-editor.js";
 export { createStreamingReply, type MessagePoster } from "./shared/streaming.js";
-export { InMemoryThreadMemory, type ThreadMemory } from "./shared/thread-memory.js";
+export { InMemoryThreadMemory, type ThreadMemory } from "../bus/thread-memory.js";
 export { POSSIBLE_DUPLICATE_NOTE } from "./shared/duplicate-marker.js";
 export { THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "./thread-keys.js";
 

@@ -6,14 +6,14 @@ import type { RedisOptions } from "ioredis";
 import { workerConnection } from "./queues.js";
 import type { Logger } from "pino";
 import type { DeliveryRow, SessionStore } from "../state/types.js";
-import type { EventPublisher } from "./bus-types.js";
-import type { GatewayConfig } from "./config.js";
+import type { EventPublisher } from "../bus/types.js";
+import type { CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { DELIVERY_QUEUE, deliveryJobId, withTimeout, type DeliveryJobData, type GatewayQueues } from "./queues.js";
 import { PermanentSendError, RateLimitedError, type PlatformAdapter } from "./types.js";
 
 export interface DeliveryDeps {
-  config: GatewayConfig;
+  config: CoreConfig;
   store: SessionStore;
   queues: GatewayQueues;
   adapters: Map<string, PlatformAdapter>;

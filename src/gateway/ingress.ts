@@ -5,15 +5,15 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
 import { parseCommand, HELP_TEXT, type CommandName } from "./commands.js";
-import type { GatewayConfig } from "./config.js";
-import type { EventPublisher, EventSubscriber, InterruptPublisher } from "./bus-types.js";
+import type { CoreConfig } from "./config.js";
+import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus/types.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
-  config: GatewayConfig;
+  config: CoreConfig;
   store: SessionStore;
   queues: GatewayQueues;
   events: EventPublisher & EventSubscriber;

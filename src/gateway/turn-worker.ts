@@ -7,15 +7,15 @@ import type { Logger } from "pino";
 import { Agent, createBuiltinTools, type AdmittedInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
 import type { FlushExtras, InboxRow, SessionStore } from "../state/types.js";
-import type { EventPublisher, InterruptRequest } from "./bus-types.js";
-import { busyModeFor, type BusyMode, type GatewayConfig } from "./config.js";
+import type { EventPublisher, InterruptRequest } from "../bus/types.js";
+import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { TURN_QUEUE, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
 import type { ReplyStream } from "./types.js";
 
 export interface TurnWorkerDeps {
-  config: GatewayConfig;
+  config: CoreConfig;
   store: SessionStore;
   provider: ModelProvider;
   tools?: ToolRegistry;

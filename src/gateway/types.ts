@@ -125,11 +125,4 @@ export interface PlatformAdapter {
 }
 
 /** A published event, as WebSocket clients see it. */
-export interface GatewayEvent {
-  /** Monotonic per session: `since` replays are exclusive of this id. */
-  id: string;
-  session_id: string;
-  kind: string;
-  data: Record<string, unknown>;
-  ts: number;
-}
+export type { GatewayEvent } from "../bus/types.js";

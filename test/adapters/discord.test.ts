@@ -9,7 +9,7 @@ import {
   type DiscordMessageLike,
 } from "../../src/adapters/discord/index.js";
 import { POSSIBLE_DUPLICATE_NOTE } from "../../src/adapters/shared/duplicate-marker.js";
-import { InMemoryThreadMemory } from "../../src/adapters/shared/thread-memory.js";
+import { InMemoryThreadMemory } from "../../src/bus/thread-memory.js";
 import { PermanentSendError, RateLimitedError, type OutboundReply } from "../../src/gateway/types.js";
 import { FakeDiscord } from "../support/fake-discord.js";
 import { fixtureJson, fixtureText } from "./support/fixtures.js";

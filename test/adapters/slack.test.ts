@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createSlackAdapter, type SlackAdapter } from "../../src/adapters/slack/index.js";
 import { slackSignature } from "../../src/adapters/slack/signature.js";
 import { POSSIBLE_DUPLICATE_NOTE } from "../../src/adapters/shared/duplicate-marker.js";
-import { InMemoryThreadMemory } from "../../src/adapters/shared/thread-memory.js";
+import { InMemoryThreadMemory } from "../../src/bus/thread-memory.js";
 import { PermanentSendError, RateLimitedError, type OutboundReply } from "../../src/gateway/types.js";
 import { FakeSlack } from "../support/fake-slack.js";
 import { fixtureJson, fixtureText } from "./support/fixtures.js";

@@ -1,6 +1,6 @@
 // The chat completion request parser and the session / idempotency headers.
 import { describe, expect, it } from "vitest";
-import { idempotencyKeyHeader, parseChatRequest, RequestError, sessionIdHeader } from "../../src/adapters/api-server/index.js";
+import { idempotencyKeyHeader, parseChatRequest, RequestError, sessionIdHeader } from "../../src/clients/openai/index.js";
 
 function errorOf(fn: () => unknown): RequestError {
   try {

@@ -5,11 +5,11 @@ import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createApiServerRouter } from "../../src/adapters/api-server/index.js";
+import { createApiServerRouter } from "../../src/clients/openai/index.js";
 import { wordChunks } from "../../src/agent/providers/echo.js";
-import { buildApp } from "../../src/gateway/app.js";
-import type { EventSubscriber } from "../../src/gateway/bus-types.js";
-import { EventBus } from "../../src/gateway/event-bus.js";
+import { buildApp } from "../../src/main/app.js";
+import type { EventSubscriber } from "../../src/bus/types.js";
+import { EventBus } from "../../src/bus/event-bus.js";
 import { deletePrefix, newRedisClient, uniquePrefix } from "../support/redis.js";
 import { ScriptedIngress, type ScriptedTurn, type TurnContext } from "./support/scripted-ingress.js";
 

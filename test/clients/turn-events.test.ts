@@ -1,6 +1,6 @@
 // Picking one request's turn out of its session's events.
 import { describe, expect, it } from "vitest";
-import { TurnEventTracker } from "../../src/adapters/api-server/index.js";
+import { TurnEventTracker } from "../../src/clients/openai/index.js";
 import type { GatewayEvent } from "../../src/gateway/types.js";
 
 let seq = 0;

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { comparePositions, parseStreamId } from "../../src/gateway/event-bus.js";
+import { comparePositions, parseStreamId } from "../../src/bus/event-bus.js";
 import type { GatewayEvent } from "../../src/gateway/types.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
 import { startTestGateway, type TestGateway } from "./support/gateway.js";

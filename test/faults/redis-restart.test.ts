@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/gateway/embedded-redis.js";
+import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/bus/embedded-redis.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
 import { makeTempDir } from "../support/tmp.js";
 import { askApi, postWebhook, replyOf, startCallbackSink, webhookConfig, type Answer, type CallbackSink } from "./http.js";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/gateway/embedded-redis.js";
+import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/bus/embedded-redis.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
 

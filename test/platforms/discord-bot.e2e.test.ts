@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { createDiscordMessageHandler } from "../../src/adapters/discord/index.js";
 import type { DiscordMessageLike } from "../../src/adapters/discord/index.js";
-import { InMemoryThreadMemory } from "../../src/adapters/shared/thread-memory.js";
+import { InMemoryThreadMemory } from "../../src/bus/thread-memory.js";
 import { FakeDiscord } from "../support/fake-discord.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
 

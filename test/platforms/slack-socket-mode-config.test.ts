@@ -6,7 +6,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { adaptersConfigFromEnv, createAdapters } from "../../src/adapters/index.js";
 import { reconnectDelayMs } from "../../src/adapters/slack/socket-mode.js";
-import { loadConfig } from "../../src/gateway/config.js";
+import { loadConfig } from "../../src/main/config.js";
 import { makeTempDir } from "../support/tmp.js";
 
 const BOT_TOKEN = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy";

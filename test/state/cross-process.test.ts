@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { RedisLeaseNotifier } from "../../src/gateway/redis-lease-notifier.js";
+import { RedisLeaseNotifier } from "../../src/bus/lease-notifier.js";
 import { makeHolder } from "../../src/state/index.js";
 import { newRedisClient, uniquePrefix } from "../support/redis.js";
 import type { HolderCommand, HolderReply } from "./fixtures/lease-holder.js";

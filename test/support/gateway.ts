@@ -2,8 +2,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { pino } from "pino";
-import { loadConfig, type GatewayConfig } from "../../src/gateway/config.js";
-import { startGateway, type GatewayHandle, type GatewayOptions } from "../../src/gateway/server.js";
+import { loadConfig, type GatewayConfig } from "../../src/main/config.js";
+import { startGateway, type GatewayHandle, type GatewayOptions } from "../../src/main/server.js";
 import { makeTempDir } from "./tmp.js";
 import { testRedisUrl, uniquePrefix } from "./redis.js";
 
@@ -61,7 +61,7 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-const CLI = join(import.meta.dirname, "..", "..", "src", "gateway", "cli.ts");
+const CLI = join(import.meta.dirname, "..", "..", "src", "main", "cli.ts");
 
 /**
  * Run `switchboard <args>` as its own OS process, the way a user starts it (tests and benchmarks

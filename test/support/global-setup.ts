@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/gateway/embedded-redis.js";
+import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/bus/embedded-redis.js";
 import { deletePrefix, newRedisClient, runKeyPrefix } from "./redis.js";
 
 let embedded: EmbeddedRedis | null = null;

@@ -5,8 +5,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { redisOptionsFromUrl } from "../../src/gateway/redis-url.js";
-import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/gateway/embedded-redis.js";
+import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
+import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/bus/embedded-redis.js";
 
 export function testRedisUrl(): string {
   const url = process.env.REDIS_URL;

@@ -20,7 +20,7 @@ import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.
 import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
-import { InMemoryThreadMemory, type ThreadMemory } from "../shared/thread-memory.js";
+import { InMemoryThreadMemory, type ThreadMemory } from "../../bus/thread-memory.js";
 import { discordThreadKey } from "./channels.js";
 import { DISCORD_MAX_CONTENT, normaliseDiscordApiUrl, type DiscordConfig } from "./config.js";
 import { startDiscordGatewayClient, type DiscordGatewayClient } from "./gateway-client.js";
@@ -58,7 +58,7 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
   const publicKey = config.publicKey ? discordPublicKey(config.publicKey) : null;
   const tracker = new PartialSendTracker();
   // Per destination: a 429 on a streamed preview also holds back the delivery that follows it.
-  const previewRateLimits = deps.rateLimits?.gate("discord") ?? new RetryAfterGate();
+  const previewRateLimits = new RetryAfterGate(deps.rateLimits?.windows("discord"));
   const destination = (target: Record<string, unknown>): string =>
     optionalString(target, "interaction_token") ?? optionalString(target, "channel_id") ?? "";
   let gateway: DiscordGatewayClient | null = null;

@@ -3,7 +3,7 @@
 import type { Message } from "discord.js";
 import type { Logger } from "pino";
 import type { GatewayIngress } from "../../gateway/types.js";
-import type { ThreadMemory } from "../shared/thread-memory.js";
+import type { ThreadMemory } from "../../bus/thread-memory.js";
 import { discordMessageLike, normaliseDiscordMessage, type DiscordMessageLike } from "./message.js";
 
 /** discord.js wants the API root and the version apart: `https://discord.com/api` + `10`. */

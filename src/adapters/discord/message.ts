@@ -6,7 +6,7 @@
 // webhooks and system messages.
 import type { Message } from "discord.js";
 import type { InboundMessage } from "../../gateway/types.js";
-import type { ThreadMemory } from "../shared/thread-memory.js";
+import type { ThreadMemory } from "../../bus/thread-memory.js";
 import { discordSessionKey, discordThreadKey, isThreadChannel, stripDiscordMention } from "./channels.js";
 
 /**

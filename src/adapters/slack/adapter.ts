@@ -15,7 +15,7 @@ import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.
 import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
-import { InMemoryThreadMemory, type ThreadMemory } from "../shared/thread-memory.js";
+import { InMemoryThreadMemory, type ThreadMemory } from "../../bus/thread-memory.js";
 import { createSlackWebClient, slackErrorCode, toSendError, UNEDITABLE_ERRORS } from "./client.js";
 import { normaliseSlackApiUrl, type SlackConfig } from "./config.js";
 import { slackThreadKey } from "./events.js";
@@ -59,7 +59,7 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
   const client: WebClient = createSlackWebClient(config.botToken, apiUrl, logger);
   const tracker = new PartialSendTracker();
   // Per channel: a 429 on a streamed preview also holds back the delivery that follows it.
-  const previewRateLimits = deps.rateLimits?.gate("slack") ?? new RetryAfterGate();
+  const previewRateLimits = new RetryAfterGate(deps.rateLimits?.windows("slack"));
   let identity: Promise<string | null> | null = null;
 
   const botUserId = (): Promise<string | null> => {

@@ -7,7 +7,7 @@
 // `message` events that mention the bot (the matching `app_mention` event answers those).
 import { z } from "zod";
 import type { InboundMessage } from "../../gateway/types.js";
-import type { ThreadMemory } from "../shared/thread-memory.js";
+import type { ThreadMemory } from "../../bus/thread-memory.js";
 
 const SlackFileSchema = z.looseObject({
   name: z.string().optional(),

@@ -4,7 +4,7 @@
 // same duplicate.
 import type { Logger } from "pino";
 import type { AcceptResult, GatewayIngress, InboundMessage } from "../../gateway/types.js";
-import type { ThreadMemory } from "../shared/thread-memory.js";
+import type { ThreadMemory } from "../../bus/thread-memory.js";
 import { normaliseSlackCommand } from "./commands.js";
 import { botUserIdFromAuthorizations, classifySlackEvent, type SlackEnvelope } from "./events.js";
 

@@ -1,8 +1,8 @@
 // A real gateway for end-to-end client tests: in-process, on a free loopback port, with its own
 // temp folder, SQLite file and Redis key prefix on the test Redis.
 import { join } from "node:path";
-import { loadConfig, type GatewayConfig } from "../../../src/gateway/config.js";
-import { startGateway, type GatewayHandle } from "../../../src/gateway/server.js";
+import { loadConfig, type GatewayConfig } from "../../../src/main/config.js";
+import { startGateway, type GatewayHandle } from "../../../src/main/server.js";
 import { deletePrefix, newRedisClient, testRedisUrl, uniquePrefix } from "../../support/redis.js";
 import { makeTempDir } from "../../support/tmp.js";
 

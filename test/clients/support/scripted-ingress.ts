@@ -1,7 +1,7 @@
 // A stand-in for the gateway behind the API router, for request-level tests: it records what the
 // router hands to ingress, and plays a scripted turn per message on a real event bus, the way a
 // turn worker publishes it (turn.started / delta / turn.completed, each with inbox_ids).
-import type { EventBus } from "../../../src/gateway/event-bus.js";
+import type { EventBus } from "../../../src/bus/event-bus.js";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../../src/gateway/types.js";
 import type { InboxRow } from "../../../src/state/types.js";
 

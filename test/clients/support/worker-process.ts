@@ -13,7 +13,7 @@ export interface WorkerProcess {
 }
 
 export async function spawnWorker(env: Record<string, string>, readyTimeoutMs = 30_000): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/gateway/cli.ts", "worker"], {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main/cli.ts", "worker"], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,6 +1,6 @@
 // What a test reads back from a running gateway: inbox totals, transcripts, the deliveries
 // ledger and the session's events.
-import type { GatewayHandle } from "../../../src/gateway/server.js";
+import type { GatewayHandle } from "../../../src/main/server.js";
 import type { GatewayEvent } from "../../../src/gateway/types.js";
 import type { DeliveryRow, InboxRow } from "../../../src/state/types.js";
 import { waitFor } from "../../support/gateway.js";

@@ -1,1 +1,0 @@
-export { acceptSend, inboundFromSend, WEBSOCKET_PLATFORM, type SendOutcome, type SendRequest } from "./inbound.js";

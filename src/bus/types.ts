@@ -1,0 +1,47 @@
+// What the gateway core needs from the event and interrupt buses (implemented over Redis).
+
+/** One event of a session, as stored in its stream and sent to WebSocket clients. */
+export interface GatewayEvent {
+  /** Monotonic per session: `since` replays are exclusive of this id. */
+  id: string;
+  session_id: string;
+  kind: string;
+  data: Record<string, unknown>;
+  ts: number;
+}
+
+export interface EventPublisher {
+  publish(sessionId: string, kind: string, data: Record<string, unknown>): Promise<GatewayEvent>;
+}
+
+export interface SubscribeOptions {
+  /** Replay the stored events after this id first. */
+  since?: string;
+  /**
+   * Only events published once the subscription is live, without reading the stream: for a
+   * caller that checks durable state itself after subscribing (two Redis calls fewer).
+   */
+  liveOnly?: boolean;
+}
+
+export interface EventSubscriber {
+  subscribe(sessionId: string, listener: (event: GatewayEvent) => void, options?: SubscribeOptions): Promise<() => void>;
+}
+
+export interface InterruptRequest {
+  sessionId: string;
+  text?: string;
+  hard?: boolean;
+  /** Interrupt only turns whose input is older than this inbox row (busy mode 'interrupt'). */
+  beforeInboxId?: number;
+  /**
+   * Set on delivery when the request was caught up after the subscriber reconnected: how long ago
+   * it was published (by the Redis clock, so no clock skew enters). A turn that began more
+   * recently than that is not the turn it was meant for.
+   */
+  ageMs?: number;
+}
+
+export interface InterruptPublisher {
+  publish(request: InterruptRequest): Promise<void>;
+}

@@ -1,0 +1,57 @@
+// GET /health (Redis and database state) and GET /metrics (Prometheus text).
+import { Router } from "express";
+import type { Redis } from "ioredis";
+import type { SessionStore } from "../state/types.js";
+import type { GatewayMetrics } from "../gateway/metrics.js";
+import { withTimeout, type GatewayQueues } from "../gateway/queues.js";
+
+export interface HealthDeps {
+  store: SessionStore;
+  redis: Redis;
+  queues: GatewayQueues;
+  metrics: GatewayMetrics;
+  workersEnabled: boolean;
+  version: string;
+}
+
+async function check(fn: () => Promise<unknown>): Promise<"ok" | "down"> {
+  try {
+    await withTimeout(fn(), 1000, "health check");
+    return "ok";
+  } catch {
+    return "down";
+  }
+}
+
+export function healthRouter(deps: HealthDeps): Router {
+  const router = Router();
+  router.get("/health", async (_req, res) => {
+    const [redis, db] = await Promise.all([check(() => deps.redis.ping()), check(() => deps.store.inboxCounts())]);
+    const inbox = db === "ok" ? await deps.store.inboxCounts() : null;
+    const ok = redis === "ok" && db === "ok";
+    res.status(ok ? 200 : 503).json({
+      status: ok ? "ok" : "degraded",
+      redis,
+      db,
+      workers: deps.workersEnabled,
+      inbox,
+      version: deps.version,
+    });
+  });
+  router.get("/metrics", async (_req, res) => {
+    try {
+      const [turns, deliveries] = await Promise.all([
+        withTimeout(deps.queues.turns.getJobCounts("waiting", "active", "delayed", "failed", "prioritized"), 1000, "queue counts"),
+        withTimeout(deps.queues.deliveries.getJobCounts("waiting", "active", "delayed", "failed", "prioritized"), 1000, "queue counts"),
+      ]);
+      for (const [queue, counts] of [["turns", turns], ["deliveries", deliveries]] as const) {
+        for (const [state, n] of Object.entries(counts)) deps.metrics.queueDepth.set({ queue, state }, n);
+      }
+    } catch {
+      // Redis down: the gauges keep their last values; /health says why.
+    }
+    res.setHeader("Content-Type", deps.metrics.registry.contentType);
+    res.send(await deps.metrics.registry.metrics());
+  });
+  return router;
+}

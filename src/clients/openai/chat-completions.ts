@@ -1,0 +1,234 @@
+// POST /v1/chat/completions: one request is one inbound message on the 'api' platform. It goes
+// through the durable ingress like every platform's message, and the response waits for the turn
+// that consumes it (as JSON, or streamed as SSE from the session's events).
+import { randomUUID } from "node:crypto";
+import type { Request, Response } from "express";
+import type { Logger } from "pino";
+import type { EventSubscriber } from "../../bus/types.js";
+import type { CoreConfig } from "../../gateway/config.js";
+import { HttpError } from "../../gateway/http-errors.js";
+import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
+import type { SessionStore } from "../../state/types.js";
+import { chatCompletion, completionChunk, completionId, usageChunk, type CompletionMeta } from "./completion.js";
+import { idempotencyKeyHeader, parseChatRequest, RequestError, sessionIdHeader, type ChatRequest } from "./request.js";
+import { SseWriter } from "./sse.js";
+import { TurnEventTracker, type TurnEnd } from "./turn-events.js";
+
+export const API_PLATFORM = "api";
+
+export interface ApiServerDeps {
+  ingress: GatewayIngress;
+  events: EventSubscriber;
+  store: Pick<SessionStore, "conversationRootId" | "getInboxRow" | "findInboxRow">;
+  config: Pick<CoreConfig, "bodyLimitBytes" | "turnReplyTimeoutMs" | "llm">;
+  logger: Logger;
+}
+
+/** The model name the API reports: the configured one, or the offline echo model. */
+export function servedModelName(config: Pick<CoreConfig, "llm">): string {
+  return config.llm.model ?? "echo";
+}
+
+// When the inbox row says the turn is over before its end event reached us, late deltas may still
+// be on their way: wait this long for the end event so they are written in order.
+const LATE_EVENTS_GRACE_MS = 500;
+
+/** A turn's result as the response needs it, from its end event or from its inbox row. */
+interface TurnResult {
+  status: TurnOutcome["status"];
+  reply: string | null;
+}
+
+interface PreparedRequest {
+  request: ChatRequest;
+  inbound: InboundMessage & { sessionId: string };
+  /** The X-Session-Id the client sent, if any. */
+  addressed: string | undefined;
+}
+
+export async function handleChatCompletion(deps: ApiServerDeps, req: Request, res: Response): Promise<void> {
+  const prepared = await prepare(deps, req);
+  if (prepared.request.stream) {
+    await streamCompletion(deps, prepared, res);
+    return;
+  }
+  const accepted = await accept(deps, prepared.inbound);
+  res.setHeader("X-Session-Id", prepared.addressed ?? accepted.sessionId);
+  const outcome = await waitForOutcome(deps, accepted.inboxId);
+  const failure = failureOf(outcome);
+  if (failure) throw failure;
+  if (outcome.status === "interrupted") res.setHeader("X-Turn-Status", "interrupted");
+  res.json(chatCompletion(await metaFor(deps, accepted.inboxId), outcome.reply ?? ""));
+}
+
+async function prepare(deps: ApiServerDeps, req: Request): Promise<PreparedRequest> {
+  let addressed: string | undefined;
+  let idempotencyKey: string | undefined;
+  let request: ChatRequest;
+  try {
+    addressed = sessionIdHeader(req.get("x-session-id"));
+    idempotencyKey = idempotencyKeyHeader(req.get("idempotency-key"));
+    request = parseChatRequest(req.body);
+  } catch (err) {
+    if (err instanceof RequestError) throw new HttpError(400, err.code, err.message);
+    throw err;
+  }
+  // A key is scoped to the addressed session, so two conversations that both number their
+  // requests from 1 never take each other's answers; without a session it is global.
+  const platformMessageId = idempotencyKey ? (addressed ? `idem:${addressed}:${idempotencyKey}` : `idem:${idempotencyKey}`) : randomUUID();
+  // An addressed session's durable transcript is its history: the request's earlier messages are
+  // not stored again. A request without one gets a fresh session seeded from them.
+  let sessionId = addressed ?? `api-${randomUUID()}`;
+  let seedHistory = addressed ? [] : request.history;
+  if (idempotencyKey && !addressed) {
+    // A retry must not seed a second, orphaned session before ingress recognises the duplicate.
+    const earlier = await deps.store.findInboxRow(API_PLATFORM, platformMessageId);
+    if (earlier) {
+      sessionId = earlier.session_id;
+      seedHistory = [];
+    }
+  }
+  const inbound: InboundMessage & { sessionId: string } = {
+    platform: API_PLATFORM,
+    platformMessageId,
+    sessionKey: `${API_PLATFORM}:${sessionId}`,
+    sessionId,
+    chatId: null,
+    threadId: null,
+    userId: request.userId,
+    text: request.input,
+    receivedAt: Date.now(),
+    replyTarget: null,
+    ...(seedHistory.length > 0 ? { seedHistory } : {}),
+  };
+  return { request, inbound, addressed };
+}
+
+async function accept(deps: ApiServerDeps, inbound: InboundMessage): Promise<Exclude<AcceptResult, { status: "rejected" }>> {
+  const result = await deps.ingress.accept(inbound);
+  if (result.status === "rejected") throw new HttpError(400, "message_rejected", `message rejected: ${result.reason}`);
+  return result;
+}
+
+async function waitForOutcome(deps: ApiServerDeps, inboxId: number): Promise<TurnOutcome> {
+  try {
+    return await deps.ingress.waitForOutcome(inboxId, deps.config.turnReplyTimeoutMs);
+  } catch (err) {
+    throw timeoutError(err) ?? err;
+  }
+}
+
+function timeoutError(err: unknown): HttpError | null {
+  if (!(err instanceof Error) || err.name !== "OutcomeTimeoutError") return null;
+  return new HttpError(504, "turn_timeout", err.message);
+}
+
+function failureOf(result: TurnResult): HttpError | null {
+  if (result.status === "failed") return new HttpError(502, "turn_failed", result.reply ? `the turn failed: ${result.reply}` : "the turn failed");
+  if (result.status === "rejected") return new HttpError(400, "message_rejected", result.reply ? `message rejected: ${result.reply}` : "message rejected");
+  return null;
+}
+
+async function metaFor(deps: ApiServerDeps, inboxId: number): Promise<CompletionMeta> {
+  // The inbox row's time, so a retried request gets the same answer, byte for byte.
+  const row = await deps.store.getInboxRow(inboxId);
+  const created = row ? Math.floor(row.received_at) : Math.floor(Date.now() / 1000);
+  return { id: completionId(inboxId), created, model: servedModelName(deps.config) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming
+
+async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, res: Response): Promise<void> {
+  const { events, store, logger } = deps;
+  const sse = new SseWriter(res);
+  let meta: CompletionMeta | null = null;
+  const tracker = new TurnEventTracker((text) => {
+    if (meta) sse.send(completionChunk(meta, { content: text }));
+  });
+  // Subscribe before accept: the turn may start (and stream) before accept() returns.
+  let unsubscribe: () => void = () => undefined;
+  let live = false;
+  try {
+    const conversation = await store.conversationRootId(prepared.inbound.sessionId);
+    unsubscribe = await events.subscribe(conversation, (event) => tracker.offer(event));
+    live = true;
+  } catch (err) {
+    // Without events the reply still comes from the inbox row, just not word by word.
+    logger.warn({ err: (err as Error).message }, "api: cannot subscribe to session events; streaming the reply whole");
+  }
+  try {
+    const accepted = await accept(deps, prepared.inbound);
+    meta = await metaFor(deps, accepted.inboxId);
+    sse.start({ "X-Session-Id": prepared.addressed ?? accepted.sessionId });
+    sse.send(completionChunk(meta, { role: "assistant", content: "" }));
+    let result: TurnResult | null;
+    if (accepted.status === "duplicate") {
+      // A retry: the first request's turn is (or will be) the answer; send it whole.
+      unsubscribe();
+      result = await Promise.race([waitForOutcome(deps, accepted.inboxId), sse.disconnected.then(() => null)]);
+    } else {
+      tracker.bind(accepted.inboxId);
+      result = await followTurn(deps, tracker, accepted.inboxId, sse, live);
+    }
+    if (!result || !sse.isOpen) return;
+    const failure = failureOf(result);
+    if (failure) {
+      sendErrorChunk(sse, failure);
+      return;
+    }
+    const remainder = accepted.status === "duplicate" ? (result.reply ?? "") : tracker.remainderOf(result.reply);
+    if (remainder) sse.send(completionChunk(meta, { content: remainder }));
+    sse.send(completionChunk(meta, {}, "stop"));
+    if (prepared.request.includeUsage) sse.send(usageChunk(meta));
+    sse.end();
+  } catch (err) {
+    if (!res.headersSent) throw err;
+    const known = err instanceof HttpError ? err : null;
+    if (!known) logger.error({ err }, "api: streaming completion failed");
+    sendErrorChunk(sse, known ?? new HttpError(500, "internal_error", "internal server error"));
+  } finally {
+    unsubscribe();
+  }
+}
+
+/** Wait for our turn's end (from events, or from the inbox row); null when the client left. */
+async function followTurn(deps: ApiServerDeps, tracker: TurnEventTracker, inboxId: number, sse: SseWriter, live: boolean): Promise<TurnResult | null> {
+  const outcome = waitForOutcome(deps, inboxId);
+  outcome.catch(() => undefined); // raced below; a late rejection is not unhandled
+  const first = await Promise.race([
+    tracker.end.then((end) => ({ end })),
+    outcome.then((row) => ({ row })),
+    sse.disconnected.then(() => null),
+  ]);
+  if (first === null) return null;
+  if ("end" in first) {
+    // turn.completed carries the final text; when an end event lacks it, the inbox row has it.
+    if (first.end.finalResponse !== null || first.end.kind === "failed") return resultOfEnd(first.end);
+    return outcome;
+  }
+  // The row is done but its end event has not reached us yet (a fast turn can finish before
+  // pub/sub delivers its first event): give the turn's events a moment to arrive, in order.
+  if (live) {
+    const end = await within(tracker.end, LATE_EVENTS_GRACE_MS);
+    if (end && (end.finalResponse !== null || end.kind === "failed")) return resultOfEnd(end);
+  }
+  return first.row;
+}
+
+function resultOfEnd(end: TurnEnd): TurnResult {
+  if (end.kind === "failed") return { status: "failed", reply: end.finalResponse ?? end.error };
+  return { status: end.kind === "completed" ? "done" : "interrupted", reply: end.finalResponse };
+}
+
+function sendErrorChunk(sse: SseWriter, error: HttpError): void {
+  const type = error.status >= 500 ? "server_error" : "invalid_request_error";
+  sse.send({ error: { message: error.message, type, code: error.code } });
+  sse.end();
+}
+
+function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,74 @@
+// GET /api/sessions, GET /api/sessions/:id/messages, POST /api/sessions/:id/interrupt.
+import express, { Router } from "express";
+import { z } from "zod";
+import type { SessionStore } from "../state/types.js";
+import { HttpError } from "../gateway/http-errors.js";
+import type { GatewayIngress } from "../gateway/types.js";
+
+const interruptBody = z.object({ text: z.string().max(10_000).optional(), hard: z.boolean().optional() }).strict();
+
+export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bodyLimitBytes: number): Router {
+  const router = Router();
+  router.get("/api/sessions", async (req, res) => {
+    const limit = Math.min(Number(req.query.limit ?? 200) || 200, 1000);
+    const sessions = await store.listSessions({ limit });
+    const out = await Promise.all(
+      sessions.map(async (s) => {
+        const root = await store.conversationRootId(s.id);
+        const [lease, pending] = await Promise.all([store.getSessionTurnLease(root), store.pendingInbox(root, 1000)]);
+        const running = lease !== null && lease.expires_at * 1000 > Date.now();
+        const state = s.ended_at ? "ended" : running ? (pending.length > 1 ? "running+queued" : "running") : pending.length > 0 ? "queued" : "idle";
+        return {
+          id: s.id,
+          source: s.source,
+          session_key: s.session_key,
+          started_at: s.started_at,
+          last_activity: s.last_activity ?? s.started_at,
+          state,
+          // The row a running turn works on is still pending until the turn records its outcome.
+          queued: Math.max(0, pending.length - (running ? 1 : 0)),
+          parent_session_id: s.parent_session_id,
+          end_reason: s.end_reason,
+          title: s.title,
+        };
+      }),
+    );
+    res.json({ sessions: out });
+  });
+
+  router.get("/api/sessions/:id/messages", async (req, res) => {
+    const id = req.params.id;
+    if (!(await store.getSession(id))) throw new HttpError(404, "session_not_found", `no session ${id}`);
+    const rows = await store.getMessages(id);
+    // A compacted session goes on in a child: say where, so clients can follow the conversation.
+    const tip = await store.resolveResumeSessionId(id);
+    res.json({
+      session_id: id,
+      ...(tip !== id ? { continued_in: tip } : {}),
+      messages: rows.map((m) => ({
+        id: m.id,
+        role: m.role,
+        content: m.content,
+        platform_message_id: m.platform_message_id,
+        display_kind: m.display_kind,
+        display_metadata: m.display_metadata,
+        timestamp: m.timestamp,
+        tool_calls: m.tool_calls,
+        tool_name: m.tool_name,
+      })),
+    });
+  });
+
+  router.post("/api/sessions/:id/interrupt", express.json({ limit: bodyLimitBytes }), async (req, res) => {
+    const parsed = interruptBody.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new HttpError(400, "invalid_body", `${issue.path.join(".") || "body"}: ${issue.message}`);
+    }
+    const id = req.params.id;
+    if (!(await store.getSession(id))) throw new HttpError(404, "session_not_found", `no session ${id}`);
+    await ingress.interrupt(id, parsed.data);
+    res.status(202).json({ interrupted: true, session_id: id, hard: parsed.data.hard ?? false });
+  });
+  return router;
+}

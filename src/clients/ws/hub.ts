@@ -1,0 +1,234 @@
+// The WebSocket hub on `/ws`: authenticates the upgrade, validates each frame, and routes it —
+// subscriptions to the registry, `send` and `interrupt` to the gateway ingress.
+//
+// Frame size: frames up to `maxFrameBytes` are handled; larger ones up to `closeFrameBytes` get a
+// `frame_too_large` error frame and the connection lives on; beyond that `ws` closes the
+// connection with 1009 (it must not buffer unbounded input to answer politely).
+// Backpressure: a client whose unsent bytes exceed `maxBufferedBytes` is terminated; it reconnects
+// and subscribes with `since` to get what it missed.
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import { WebSocketServer, type RawData, type WebSocket } from "ws";
+import type { AcceptResult, GatewayIngress } from "../../gateway/types.js";
+import { isAuthorised, refuseUpgrade, type Authenticate } from "./auth.js";
+import { HubClient } from "./client.js";
+import {
+  ackFrame,
+  parseClientFrame,
+  subscribedFrame,
+  unsubscribedFrame,
+  type ClientFrame,
+  type InterruptFrame,
+  type SendFrame,
+  type SubscribeFrame,
+} from "./frames.js";
+import { startHeartbeat } from "./heartbeat.js";
+import { SubscriptionRegistry, type HubEventSource } from "./subscriptions.js";
+
+export interface WebSocketHubDeps {
+  /** The EventBus (only subscribe and replay are used). */
+  bus: HubEventSource;
+  /** Interrupts go here. */
+  ingress: GatewayIngress;
+  /**
+   * A `send` frame, handed to the websocket adapter (which turns it into an InboundMessage);
+   * resolves with the client message id used and the ingress result.
+   */
+  onSend: (frame: SendFrame) => Promise<{ clientMessageId: string; result: AcceptResult }>;
+  authenticate: Authenticate;
+  logger: Logger;
+  /** Largest frame handled (bytes); larger ones get a `frame_too_large` error. Default 64 KiB. */
+  maxFrameBytes?: number;
+  /** Frames larger than this close the connection with 1009. Default max(1 MiB, maxFrameBytes). */
+  closeFrameBytes?: number;
+  /** Default 100. */
+  maxSubscriptionsPerClient?: number;
+  /** Ping interval; a client that misses one pong is terminated. Default 30 s. */
+  heartbeatIntervalMs?: number;
+  /** Unsent bytes after which a slow client is dropped. Default 8 MiB. */
+  maxBufferedBytes?: number;
+  /** Frames waiting per client before `busy`. Default 256. */
+  maxQueuedFrames?: number;
+  /** Default `/ws`. */
+  path?: string;
+}
+
+export interface WebSocketHub {
+  readonly clientCount: number;
+  /** Sessions with at least one local subscriber. */
+  readonly sessionCount: number;
+  /** Close every client (1001), stop heartbeats and bus subscriptions, stop taking upgrades. */
+  close(): Promise<void>;
+}
+
+const KIB = 1024;
+const CLOSE_GRACE_MS = 1000;
+
+export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebSocketHub {
+  const path = deps.path ?? "/ws";
+  const maxFrameBytes = deps.maxFrameBytes ?? 64 * KIB;
+  const closeFrameBytes = Math.max(deps.closeFrameBytes ?? 1024 * KIB, maxFrameBytes);
+  const maxSubscriptions = deps.maxSubscriptionsPerClient ?? 100;
+  const logger = deps.logger;
+  const clientOptions = {
+    maxBufferedBytes: deps.maxBufferedBytes ?? 8 * 1024 * KIB,
+    maxQueuedFrames: deps.maxQueuedFrames ?? 256,
+    logger,
+  };
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: closeFrameBytes, perMessageDeflate: false, clientTracking: false });
+  const clients = new Set<HubClient>();
+  const registry = new SubscriptionRegistry(deps.bus, logger);
+  const stopHeartbeat = startHeartbeat(() => clients, deps.heartbeatIntervalMs ?? 30_000);
+  let closed = false;
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on("error", () => undefined);
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname !== path) {
+      // Leave other paths to other upgrade handlers, if there are any.
+      if (server.listenerCount("upgrade") === 1) refuseUpgrade(socket, 404);
+      return;
+    }
+    if (closed) return refuseUpgrade(socket, 503);
+    if (!isAuthorised(deps.authenticate, req, url)) {
+      logger.info({ remote: req.socket.remoteAddress }, "websocket upgrade refused: bad or missing token");
+      return refuseUpgrade(socket, 401);
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws));
+  };
+
+  const onConnection = (ws: WebSocket): void => {
+    const client = new HubClient(ws, clientOptions);
+    clients.add(client);
+    logger.debug({ client: client.id }, "websocket client connected");
+    ws.on("message", (data, isBinary) => onFrame(client, data, isBinary));
+    ws.on("error", (err) => logger.debug({ err, client: client.id }, "websocket client error"));
+    ws.on("close", (code) => {
+      clients.delete(client);
+      registry.removeClient(client);
+      logger.debug({ client: client.id, code }, "websocket client disconnected");
+    });
+  };
+
+  const onFrame = (client: HubClient, data: RawData, isBinary: boolean): void => {
+    const size = byteLength(data);
+    if (size > maxFrameBytes) {
+      return client.enqueue(() =>
+        client.sendError({ code: "frame_too_large", message: `frame of ${size} bytes exceeds the limit of ${maxFrameBytes} bytes` }),
+      );
+    }
+    if (isBinary) {
+      return client.enqueue(() => client.sendError({ code: "bad_frame", message: "binary frames are not supported; send JSON text" }));
+    }
+    const parsed = parseClientFrame(rawText(data));
+    if (!parsed.ok) return client.enqueue(() => client.sendError(parsed));
+    client.enqueue(() => dispatch(client, parsed.frame));
+  };
+
+  const dispatch = async (client: HubClient, frame: ClientFrame): Promise<void> => {
+    switch (frame.type) {
+      case "subscribe":
+        return subscribe(client, frame);
+      case "unsubscribe":
+        registry.unsubscribe(client, frame.session_id);
+        return client.send(unsubscribedFrame(frame.session_id));
+      case "send":
+        return send(client, frame);
+      case "interrupt":
+        return interrupt(client, frame);
+    }
+  };
+
+  const subscribe = async (client: HubClient, frame: SubscribeFrame): Promise<void> => {
+    if (!client.sessions.has(frame.session_id) && client.sessions.size >= maxSubscriptions) {
+      return client.sendError(
+        { code: "too_many_subscriptions", message: `at most ${maxSubscriptions} subscriptions per connection` },
+        { session_id: frame.session_id },
+      );
+    }
+    try {
+      await registry.subscribe(client, frame.session_id, frame.since);
+    } catch (err) {
+      logger.error({ err, sessionId: frame.session_id }, "websocket subscribe failed");
+      return client.sendError({ code: "unavailable", message: "events are unavailable; retry" }, { session_id: frame.session_id });
+    }
+    client.send(subscribedFrame(frame.session_id));
+  };
+
+  const send = async (client: HubClient, frame: SendFrame): Promise<void> => {
+    let outcome;
+    try {
+      outcome = await deps.onSend(frame);
+    } catch (err) {
+      logger.error({ err, sessionId: frame.session_id }, "websocket send: the gateway did not accept the message");
+      return client.sendError(
+        { code: "internal", message: "the message was not accepted; retry" },
+        { session_id: frame.session_id, ...(frame.client_message_id ? { client_message_id: frame.client_message_id } : {}) },
+      );
+    }
+    const { clientMessageId, result } = outcome;
+    if (result.status === "rejected") {
+      return client.send(
+        ackFrame({ client_message_id: clientMessageId, status: "rejected", session_id: frame.session_id, reason: result.reason }),
+      );
+    }
+    client.send(ackFrame({ client_message_id: clientMessageId, status: result.status, session_id: result.sessionId }));
+  };
+
+  const interrupt = async (client: HubClient, frame: InterruptFrame): Promise<void> => {
+    try {
+      await deps.ingress.interrupt(frame.session_id, {
+        ...(frame.text !== undefined ? { text: frame.text } : {}),
+        ...(frame.hard !== undefined ? { hard: frame.hard } : {}),
+      });
+    } catch (err) {
+      logger.error({ err, sessionId: frame.session_id }, "websocket interrupt failed");
+      client.sendError({ code: "internal", message: "the interrupt was not delivered; retry" }, { session_id: frame.session_id });
+    }
+  };
+
+  server.on("upgrade", onUpgrade);
+
+  return {
+    get clientCount() {
+      return clients.size;
+    },
+    get sessionCount() {
+      return registry.sessionCount;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      server.off("upgrade", onUpgrade);
+      stopHeartbeat();
+      registry.close();
+      const closing = [...clients].map(
+        (client) =>
+          new Promise<void>((resolve) => {
+            if (client.socket.readyState === client.socket.CLOSED) return resolve();
+            const timer = setTimeout(() => client.terminate(), CLOSE_GRACE_MS);
+            client.socket.once("close", () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            client.socket.close(1001, "server shutting down");
+          }),
+      );
+      await Promise.all(closing);
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+function byteLength(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((sum, part) => sum + part.length, 0);
+  return data instanceof ArrayBuffer ? data.byteLength : data.length;
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
+  return data.toString("utf8");
+}

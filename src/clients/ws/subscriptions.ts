@@ -1,0 +1,139 @@
+// Which local clients watch which session. One bus subscription per session per process, shared
+// by all its local clients: each event is serialised once and the same bytes go to every client.
+// A client subscribing with `since` gets its own replay from the stream, merged with the shared
+// live feed by event id, so it sees every event once and in order.
+import type { Logger } from "pino";
+import {
+  CatchUpFeed,
+  parseStreamId,
+  STREAM_START,
+  type EventBus,
+  type StreamPosition,
+} from "../../bus/event-bus.js";
+import type { GatewayEvent } from "../../gateway/types.js";
+import type { HubClient } from "./client.js";
+import { eventFrame } from "./frames.js";
+
+/** What the hub needs from the EventBus. */
+export type HubEventSource = Pick<EventBus, "subscribe" | "replay" | "trimmedAfter">;
+
+interface OutgoingEvent {
+  position: StreamPosition;
+  frame: Buffer;
+}
+
+interface WatchedSession {
+  clients: Map<HubClient, CatchUpFeed<OutgoingEvent>>;
+  /** Resolves once the bus subscription is live. */
+  ready: Promise<void>;
+  stop: (() => void) | null;
+}
+
+export class SubscriptionRegistry {
+  private readonly sessions = new Map<string, WatchedSession>();
+
+  constructor(
+    private readonly bus: HubEventSource,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Sessions with at least one local client. */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * Start sending the session's events to the client: with `since`, the stored events after it
+   * first. Subscribing again to the same session starts over from the new `since`.
+   */
+  async subscribe(client: HubClient, sessionId: string, since?: string): Promise<void> {
+    this.unsubscribe(client, sessionId);
+    const start = since === undefined ? STREAM_START : parseStreamId(since);
+    if (!start) throw new Error(`not an event id: ${since}`);
+    const session = this.watch(sessionId);
+    const feed = new CatchUpFeed<OutgoingEvent>(
+      (item) => item.position,
+      (item) => client.send(item.frame),
+      start,
+      { held: since !== undefined },
+    );
+    session.clients.set(client, feed);
+    client.sessions.add(sessionId);
+    try {
+      await session.ready;
+      if (since !== undefined) {
+        const trimmed = await this.bus.trimmedAfter(sessionId, start);
+        if (trimmed) {
+          client.sendError(
+            { code: "events_trimmed", message: `some events after ${since} are no longer stored; replaying from ${trimmed.oldest}` },
+            { session_id: sessionId },
+          );
+        }
+        await feed.catchUp((after) => this.replay(sessionId, after));
+      }
+    } catch (err) {
+      if (session.clients.get(client) === feed) this.unsubscribe(client, sessionId);
+      throw err;
+    }
+  }
+
+  unsubscribe(client: HubClient, sessionId: string): void {
+    client.sessions.delete(sessionId);
+    const session = this.sessions.get(sessionId);
+    if (!session || !session.clients.delete(client)) return;
+    if (session.clients.size === 0) this.unwatch(sessionId, session);
+  }
+
+  removeClient(client: HubClient): void {
+    for (const sessionId of [...client.sessions]) this.unsubscribe(client, sessionId);
+  }
+
+  close(): void {
+    for (const [sessionId, session] of this.sessions) this.unwatch(sessionId, session);
+  }
+
+  private watch(sessionId: string): WatchedSession {
+    const existing = this.sessions.get(sessionId);
+    if (existing) return existing;
+    const session: WatchedSession = { clients: new Map(), ready: Promise.resolve(), stop: null };
+    session.ready = this.bus.subscribe(sessionId, (event) => this.fanOut(session, event)).then(
+      (stop) => {
+        // Everyone left while the subscription was being set up.
+        if (this.sessions.get(sessionId) !== session) stop();
+        else session.stop = stop;
+      },
+      (err: unknown) => {
+        if (this.sessions.get(sessionId) === session) this.sessions.delete(sessionId);
+        throw err;
+      },
+    );
+    session.ready.catch(() => undefined);
+    this.sessions.set(sessionId, session);
+    return session;
+  }
+
+  private unwatch(sessionId: string, session: WatchedSession): void {
+    if (this.sessions.get(sessionId) === session) this.sessions.delete(sessionId);
+    session.stop?.();
+    session.stop = null;
+  }
+
+  private fanOut(session: WatchedSession, event: GatewayEvent): void {
+    const position = parseStreamId(event.id);
+    if (!position) {
+      this.logger.warn({ sessionId: event.session_id, id: event.id }, "event without a stream id ignored");
+      return;
+    }
+    const item: OutgoingEvent = { position, frame: eventFrame(event) };
+    for (const feed of session.clients.values()) feed.offer(item);
+  }
+
+  private async *replay(sessionId: string, after: StreamPosition): AsyncIterable<OutgoingEvent[]> {
+    for await (const page of this.bus.replay(sessionId, after)) {
+      yield page.flatMap((event) => {
+        const position = parseStreamId(event.id);
+        return position ? [{ position, frame: eventFrame(event) }] : [];
+      });
+    }
+  }
+}

@@ -1,0 +1,88 @@
+// switchboard serve [--no-workers] | switchboard worker
+import { ConfigError, loadConfig } from "./config.js";
+import { RedisBinaryMissingError } from "../bus/embedded-redis.js";
+import { createLogger } from "../gateway/logger.js";
+import { startGateway, VERSION } from "./server.js";
+
+const USAGE = `switchboard ${VERSION}
+
+Usage:
+  switchboard serve [--no-workers]   HTTP + WebSocket ingress and workers (default)
+  switchboard worker                 workers only
+  switchboard --help
+
+Configuration: environment variables (see README) and an optional YAML file in SWITCHBOARD_CONFIG.`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command = "serve", ...flags] = argv;
+  if (command === "--help" || command === "-h" || command === "help") {
+    console.log(USAGE);
+    return 0;
+  }
+  if (command !== "serve" && command !== "worker") {
+    console.error(`unknown command: ${command}\n\n${USAGE}`);
+    return 2;
+  }
+  const unknown = flags.filter((f) => f !== "--no-workers");
+  if (unknown.length || (command === "worker" && flags.length)) {
+    console.error(`unknown option: ${unknown.join(" ") || flags.join(" ")}\n\n${USAGE}`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`configuration error: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let gateway;
+  try {
+    gateway = await startGateway(config, { http: command === "serve", workers: command === "worker" || !flags.includes("--no-workers"), logger });
+  } catch (err) {
+    if (err instanceof RedisBinaryMissingError) {
+      logger.fatal(err.message);
+      return 1;
+    }
+    logger.fatal({ err: (err as Error).message }, "gateway failed to start");
+    return 1;
+  }
+  if (gateway.url) console.log(`switchboard listening on ${gateway.url}`);
+  else console.log("switchboard worker running");
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, "shutting down");
+      const force = setTimeout(() => {
+        logger.error("shutdown deadline passed; exiting");
+        resolve(1);
+      }, config.shutdownTimeoutMs + 10_000);
+      force.unref();
+      gateway
+        .stop()
+        .then(() => resolve(0))
+        .catch((err: Error) => {
+          logger.error({ err: err.message }, "shutdown failed");
+          resolve(1);
+        });
+    };
+    // Listen for good, not once: a launcher (npm, tsx) relays the signal its process group already
+    // got, and a second SIGTERM without a listener would kill the process mid-shutdown. Repeats
+    // are ignored; the deadline above bounds a shutdown that hangs.
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,227 @@
+// The composition root: one function builds a gateway process from its config — HTTP +
+// WebSocket ingress, turn and delivery workers, or both — and one handle stops it cleanly.
+import { mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
+import { Redis, type RedisOptions } from "ioredis";
+import type { Logger } from "pino";
+import { createProvider } from "../agent/providers/index.js";
+import type { ModelProvider } from "../agent/types.js";
+import { SessionDB } from "../state/index.js";
+import { createAdapters, THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/index.js";
+import { createApiServerRouter } from "../clients/openai/index.js";
+import { acceptSend } from "../clients/ws/index.js";
+import { consoleRouter } from "../clients/console.js";
+import { buildApp } from "./app.js";
+import { isAuthorized } from "../clients/auth.js";
+import { adminRouter } from "../clients/admin.js";
+import type { GatewayConfig } from "./config.js";
+import { DeliveryDispatcher, DeliveryWorkers } from "../gateway/delivery-worker.js";
+import { startEmbeddedRedis, type EmbeddedRedis } from "../bus/embedded-redis.js";
+import { EventBus } from "../bus/event-bus.js";
+import { healthRouter } from "../clients/health.js";
+import { Ingress } from "../gateway/ingress.js";
+import { InterruptBus } from "../bus/interrupt-bus.js";
+import { createLogger } from "../gateway/logger.js";
+import { createMetrics, type GatewayMetrics } from "../gateway/metrics.js";
+import { createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
+import { Reconciler } from "../gateway/reconciler.js";
+import { RedisLeaseNotifier } from "../bus/lease-notifier.js";
+import { redisOptionsFromUrl } from "../bus/redis-url.js";
+import { sessionsRouter } from "../clients/sessions-api.js";
+import { SharedRateLimits } from "../bus/rate-limit-windows.js";
+import { SharedThreadMemory } from "../bus/thread-memory.js";
+import { TurnWorkers } from "../gateway/turn-worker.js";
+import type { PlatformAdapter } from "../gateway/types.js";
+import { attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
+
+export const VERSION = "0.1.0";
+
+const WAL_CHECKPOINT_INTERVAL_MS = 200;
+
+export interface GatewayOptions {
+  /** Serve HTTP + WebSocket ingress. */
+  http: boolean;
+  /** Run turn and delivery workers. */
+  workers: boolean;
+  logger?: Logger;
+  /** A model provider to use instead of the configured one (tests, embedding). */
+  provider?: ModelProvider;
+}
+
+export interface GatewayHandle {
+  config: GatewayConfig;
+  /** http://host:port when serving HTTP. */
+  url: string | null;
+  port: number | null;
+  ingress: Ingress;
+  store: SessionDB;
+  events: EventBus;
+  metrics: GatewayMetrics;
+  queues: GatewayQueues;
+  redisUrl: string;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<GatewayHandle> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const cleanup = async (): Promise<void> => {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn();
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, "shutdown step failed");
+      }
+    }
+    cleanups.length = 0;
+  };
+  try {
+    mkdirSync(config.dataDir, { recursive: true });
+    mkdirSync(dirname(config.dbPath), { recursive: true });
+
+    let embedded: EmbeddedRedis | null = null;
+    let redisUrl = config.redisUrl;
+    if (!redisUrl) {
+      embedded = await startEmbeddedRedis(join(config.dataDir, "redis"));
+      cleanups.push(() => embedded?.stop());
+      redisUrl = embedded.url;
+      logger.info({ socket: embedded.socketPath }, "started a private redis-server (REDIS_URL is unset)");
+    }
+    const redisOptions: RedisOptions = redisOptionsFromUrl(redisUrl);
+    // Auto-pipelining: the commands running turns issue in one tick (events of many sessions,
+    // lease-release notices) leave in one socket write; one connection keeps their order.
+    const redis = new Redis({ ...redisOptions, maxRetriesPerRequest: 2, retryStrategy: (n) => Math.min(50 * n, 1000), enableAutoPipelining: true });
+    const subscriber = new Redis({ ...redisOptions, maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(50 * n, 1000) });
+    for (const client of [redis, subscriber]) client.on("error", () => undefined);
+    cleanups.push(() => {
+      redis.disconnect();
+      subscriber.disconnect();
+    });
+
+    const prefix = config.queuePrefix;
+    const notifier = new RedisLeaseNotifier(redis, subscriber, `${prefix}:lease-released`);
+    cleanups.push(() => notifier.close());
+    // WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
+    const store = new SessionDB(config.dbPath, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS });
+    cleanups.push(() => store.close());
+
+    const events = new EventBus({ redis, subscriber, prefix, logger });
+    cleanups.push(() => events.close());
+    const interrupts = new InterruptBus({ redis, subscriber, prefix, logger });
+    cleanups.push(() => interrupts.close());
+
+    const metrics = createMetrics();
+    const queues = createQueues(redisOptions, prefix);
+    cleanups.push(() => queues.close());
+    // Start ready to enqueue when Redis is there; when it is not, ingress still records messages
+    // and the reconciler enqueues them once it is.
+    await untilReady(queues.connection, 5_000).catch((err: Error) => logger.warn({ err: err.message }, "redis is not ready; starting anyway"));
+
+    const threads = await SharedThreadMemory.start({
+      store, redis, subscriber, channel: `${prefix}:threads`, prefixes: THREADED_SESSION_PREFIXES, threadKeyOf: threadKeyForSessionKey, logger,
+    });
+    cleanups.push(() => threads.close());
+    const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: `${prefix}:rate-limits`, logger });
+    cleanups.push(() => rateLimits.close());
+    const adapterList: PlatformAdapter[] = createAdapters(
+      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, webhooks: config.webhooks },
+      { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits },
+    );
+    const adapters = new Map(adapterList.map((a) => [a.platform, a]));
+    const sendingPlatforms = (): Set<string> => new Set(adapters.keys());
+    const deliveryDeps = { config, store, queues, adapters, events, metrics, logger, redisOptions };
+    const dispatcher = new DeliveryDispatcher(deliveryDeps);
+    const ingress = new Ingress({
+      config, store, queues, events, interrupts, metrics, logger, sendingPlatforms,
+      dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
+    });
+
+    if (options.workers) {
+      const provider = options.provider ?? createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
+      const turnWorkers = new TurnWorkers({
+        config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
+        publishInterrupt: (request) => interrupts.publish(request),
+        enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
+        openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
+        dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
+      });
+      const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));
+      const deliveryWorkers = new DeliveryWorkers(deliveryDeps);
+      turnWorkers.start();
+      deliveryWorkers.start();
+      for (const adapter of adapterList) await adapter.start?.(ingress);
+      cleanups.push(async () => {
+        offInterrupts();
+        for (const adapter of adapterList) await adapter.stop?.();
+        await Promise.all([turnWorkers.stop(config.shutdownTimeoutMs), deliveryWorkers.stop()]);
+      });
+      const reconciler = new Reconciler({ store, queues, ingress, deliveries: dispatcher, logger });
+      reconciler.start();
+      cleanups.push(() => reconciler.stop());
+    }
+
+    let server: Server | null = null;
+    let hub: WebSocketHub | null = null;
+    let port: number | null = null;
+    if (options.http) {
+      const app = buildApp({
+        logger,
+        apiKey: config.apiKey,
+        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers, version: VERSION })],
+        publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
+        protectedRoutes: [
+          createApiServerRouter({ ingress, events, store, config, logger }),
+          sessionsRouter(store, ingress, config.bodyLimitBytes),
+          adminRouter(queues),
+        ],
+        consoleRoutes: [consoleRouter({ apiKeyRequired: config.apiKey !== null })],
+      });
+      server = createServer(app);
+      hub = attachWebSocketHub(server, {
+        bus: events,
+        ingress,
+        onSend: (frame) => acceptSend(ingress, frame),
+        authenticate: (_token, req) => isAuthorized(config.apiKey, req),
+        logger,
+        maxFrameBytes: config.ws.maxFrameBytes,
+        maxSubscriptionsPerClient: config.ws.maxSubscriptions,
+        heartbeatIntervalMs: config.ws.heartbeatMs,
+      });
+      const listening = server;
+      await new Promise<void>((resolve, reject) => {
+        listening.once("error", reject);
+        listening.listen(config.port, config.host, () => resolve());
+      });
+      port = (server.address() as AddressInfo).port;
+      // Stop taking requests first on shutdown.
+      cleanups.push(async () => {
+        await hub?.close();
+        await new Promise<void>((resolve) => {
+          listening.close(() => resolve());
+          listening.closeAllConnections();
+        });
+      });
+      logger.info({ url: `http://${config.host}:${port}` }, "gateway listening");
+    }
+    const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+    return {
+      config,
+      url: port !== null ? `http://${host}:${port}` : null,
+      port,
+      ingress,
+      store,
+      events,
+      metrics,
+      queues,
+      redisUrl,
+      logger,
+      stop: cleanup,
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}

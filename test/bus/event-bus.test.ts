@@ -1,0 +1,284 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { EventBus } from "../../src/bus/event-bus.js";
+import type { GatewayEvent } from "../../src/gateway/types.js";
+import { deletePrefix, newRedisClient, uniquePrefix } from "../support/redis.js";
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+/** A bus with its own connections, as one process would have. */
+function processBus(prefix: string, options: { subscriber?: Redis; ttlSeconds?: number } = {}): { bus: EventBus; redis: Redis } {
+  const redis = newRedisClient();
+  const bus = new EventBus({ redis, prefix, ...options });
+  cleanups.push(async () => {
+    await bus.close();
+    redis.disconnect();
+  });
+  return { bus, redis };
+}
+
+function setup(): { prefix: string; admin: Redis } {
+  const prefix = uniquePrefix("bus");
+  const admin = newRedisClient();
+  cleanups.push(async () => {
+    await deletePrefix(admin, prefix);
+    admin.disconnect();
+  });
+  return { prefix, admin };
+}
+
+function collector(): { events: GatewayEvent[]; listener: (event: GatewayEvent) => void; waitFor(count: number, timeoutMs?: number): Promise<GatewayEvent[]> } {
+  const events: GatewayEvent[] = [];
+  let wake: (() => void) | null = null;
+  return {
+    events,
+    listener: (event) => {
+      events.push(event);
+      wake?.();
+    },
+    async waitFor(count, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      while (events.length < count) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`got ${events.length} of ${count} events within ${timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(left, 100));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      return events;
+    },
+  };
+}
+
+function idsOf(events: GatewayEvent[]): string[] {
+  return events.map((event) => event.id);
+}
+
+async function streamIds(admin: Redis, bus: EventBus, sessionId: string): Promise<string[]> {
+  return (await admin.xrange(bus.streamKey(sessionId), "-", "+")).map(([id]) => id);
+}
+
+describe("EventBus", () => {
+  it("gives each event its stream id, increasing per session, and keeps kind, data and time", async () => {
+    const { prefix, admin } = setup();
+    const { bus } = processBus(prefix);
+    const before = Date.now();
+    const first = await bus.publish("s1", "turn.started", { turn: 1 });
+    const second = await bus.publish("s1", "delta", { text: "hel" });
+    expect(first).toMatchObject({ session_id: "s1", kind: "turn.started", data: { turn: 1 } });
+    expect(first.ts).toBeGreaterThanOrEqual(before);
+    expect(first.id).toMatch(/^\d+-\d+$/);
+    expect(await streamIds(admin, bus, "s1")).toEqual([first.id, second.id]);
+    const replayed = [];
+    for await (const page of bus.replay("s1", { ms: 0, seq: 0 })) replayed.push(...page);
+    expect(replayed).toEqual([first, second]);
+  });
+
+  it("delivers live events of a session in publish order to subscribers in two processes", async () => {
+    const { prefix, admin } = setup();
+    const one = processBus(prefix);
+    const two = processBus(prefix);
+    const publishers = Array.from({ length: 8 }, () => processBus(prefix));
+    const seenByOne = collector();
+    const seenByTwo = collector();
+    await one.bus.subscribe("s", seenByOne.listener);
+    await two.bus.subscribe("s", seenByTwo.listener);
+    // Eight publishers race on one session: every process must still see the stream's order.
+    await Promise.all(
+      publishers.map(async (publisher, from) => {
+        for (let n = 0; n < 40; n++) await publisher.bus.publish("s", "delta", { from, n });
+      }),
+    );
+    const stored = await streamIds(admin, one.bus, "s");
+    expect(stored).toHaveLength(320);
+    expect(idsOf(await seenByOne.waitFor(320))).toEqual(stored);
+    expect(idsOf(await seenByTwo.waitFor(320))).toEqual(stored);
+    const fromFirst = seenByOne.events.filter((event) => event.data.from === 0).map((event) => event.data.n);
+    expect(fromFirst).toEqual(Array.from({ length: 40 }, (_, n) => n));
+  });
+
+  it("keeps sessions apart", async () => {
+    const { prefix } = setup();
+    const { bus } = processBus(prefix);
+    const seen = collector();
+    await bus.subscribe("mine", seen.listener);
+    await bus.publish("other", "delta", { text: "not for you" });
+    await bus.publish("mine", "delta", { text: "for you" });
+    await seen.waitFor(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(seen.events.map((event) => event.data.text)).toEqual(["for you"]);
+  });
+
+  it("without since, delivers only events published after subscribing", async () => {
+    const { prefix } = setup();
+    const { bus } = processBus(prefix);
+    await bus.publish("s", "delta", { n: 0 });
+    const seen = collector();
+    await bus.subscribe("s", seen.listener);
+    await bus.publish("s", "delta", { n: 1 });
+    await seen.waitFor(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(seen.events.map((event) => event.data.n)).toEqual([1]);
+  });
+
+  it("liveOnly delivers the events published after subscribing, in order, without reading the stream", async () => {
+    const { prefix } = setup();
+    const { bus, redis } = processBus(prefix);
+    await bus.publish("s", "delta", { n: 0 });
+    const streamReads: string[] = [];
+    const xrange = redis.xrange.bind(redis);
+    const xrevrange = redis.xrevrange.bind(redis);
+    redis.xrange = ((...args: Parameters<typeof xrange>) => (streamReads.push("xrange"), xrange(...args))) as typeof redis.xrange;
+    redis.xrevrange = ((...args: Parameters<typeof xrevrange>) => (streamReads.push("xrevrange"), xrevrange(...args))) as typeof redis.xrevrange;
+    const seen = collector();
+    const off = await bus.subscribe("s", seen.listener, { liveOnly: true });
+    for (let n = 1; n <= 3; n++) await bus.publish("s", "delta", { n });
+    await seen.waitFor(3);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    off();
+    expect(seen.events.map((event) => event.data.n)).toEqual([1, 2, 3]);
+    expect(streamReads).toEqual([]);
+    // The default subscribe reads the stream (its newest id, then what came after it).
+    await bus.subscribe("s", () => undefined);
+    expect(streamReads).toEqual(["xrevrange", "xrange"]);
+  });
+
+  it("with since, replays exactly the events after it, then live ones", async () => {
+    const { prefix } = setup();
+    const { bus } = processBus(prefix);
+    const published: GatewayEvent[] = [];
+    for (let n = 0; n < 5; n++) published.push(await bus.publish("s", n % 2 ? "delta" : "status", { n }));
+    const seen = collector();
+    await bus.subscribe("s", seen.listener, { since: published[1].id });
+    expect(idsOf(seen.events)).toEqual(idsOf(published.slice(2)));
+    published.push(await bus.publish("s", "turn.completed", { n: 5 }));
+    expect(idsOf(await seen.waitFor(4))).toEqual(idsOf(published.slice(2)));
+  });
+
+  it("with since, has no gap and no duplicate while another process keeps publishing", async () => {
+    const { prefix, admin } = setup();
+    const publisher = processBus(prefix);
+    const { bus } = processBus(prefix);
+    const first = await publisher.bus.publish("s", "delta", { n: -1 });
+    // A backlog to replay, so live events arrive while the replay is still being read.
+    await Promise.all(Array.from({ length: 1000 }, (_, n) => publisher.bus.publish("s", "delta", { backlog: n })));
+    let publishing = true;
+    const pumps = Array.from({ length: 3 }, async (_, lane) => {
+      for (let n = 0; publishing || n < 50; n++) await publisher.bus.publish("s", "delta", { lane, n });
+    });
+    // Subscribe at several moments while events keep coming.
+    const subscribers = [];
+    for (let i = 0; i < 5; i++) {
+      const seen = collector();
+      await bus.subscribe("s", seen.listener, { since: first.id });
+      subscribers.push(seen);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    publishing = false;
+    await Promise.all(pumps);
+    const stored = (await streamIds(admin, bus, "s")).slice(1);
+    for (const seen of subscribers) expect(idsOf(await seen.waitFor(stored.length))).toEqual(stored);
+  });
+
+  it("replays long histories in pages, in order", async () => {
+    const { prefix } = setup();
+    const { bus, redis } = processBus(prefix);
+    const key = bus.streamKey("long");
+    const pipeline = redis.pipeline();
+    for (let n = 0; n < 1200; n++) pipeline.xadd(key, "*", "kind", "delta", "data", JSON.stringify({ n }), "ts", String(Date.now()));
+    await pipeline.exec();
+    const seen = collector();
+    await bus.subscribe("long", seen.listener, { since: "0-0" });
+    expect(seen.events.map((event) => event.data.n)).toEqual(Array.from({ length: 1200 }, (_, n) => n));
+  });
+
+  it("shares one Redis channel subscription among local subscribers of a session and drops it after the last", async () => {
+    const { prefix, admin } = setup();
+    const { bus } = processBus(prefix);
+    const a = collector();
+    const b = collector();
+    const stopA = await bus.subscribe("s", a.listener);
+    const stopB = await bus.subscribe("s", b.listener);
+    const channel = `${prefix}:events:live:s`;
+    const subscribers = async (): Promise<number> => Number(((await admin.pubsub("NUMSUB", channel)) as [string, number])[1]);
+    expect(await subscribers()).toBe(1);
+    await bus.publish("s", "delta", { n: 1 });
+    await a.waitFor(1);
+    await b.waitFor(1);
+    stopA();
+    await bus.publish("s", "delta", { n: 2 });
+    await b.waitFor(2);
+    expect(a.events).toHaveLength(1);
+    stopB();
+    await expect.poll(subscribers, { timeout: 2000 }).toBe(0);
+  });
+
+  it("a listener that throws does not stop delivery to the others", async () => {
+    const { prefix } = setup();
+    const { bus } = processBus(prefix);
+    const seen = collector();
+    await bus.subscribe("s", () => {
+      throw new Error("bad listener");
+    });
+    await bus.subscribe("s", seen.listener);
+    await bus.publish("s", "delta", { n: 1 });
+    await bus.publish("s", "delta", { n: 2 });
+    expect((await seen.waitFor(2)).map((event) => event.data.n)).toEqual([1, 2]);
+  });
+
+  it("after its pub/sub connection drops, delivers what was published meanwhile, in order, then live ones", async () => {
+    const { prefix, admin } = setup();
+    const subscriber = newRedisClient();
+    cleanups.push(() => subscriber.disconnect());
+    const clientId = String(await subscriber.client("ID"));
+    const { bus } = processBus(prefix, { subscriber });
+    const publisher = processBus(prefix);
+    const seen = collector();
+    await bus.subscribe("s", seen.listener);
+    await publisher.bus.publish("s", "delta", { n: 0 });
+    await seen.waitFor(1);
+
+    const closed = new Promise((resolve) => subscriber.once("close", resolve));
+    await admin.client("KILL", "ID", clientId);
+    await closed;
+    for (let n = 1; n <= 5; n++) await publisher.bus.publish("s", "delta", { n });
+    // These were published while the subscriber was away: pub/sub alone would lose them.
+    expect(subscriber.status).not.toBe("ready");
+
+    await seen.waitFor(6);
+    await publisher.bus.publish("s", "delta", { n: 6 });
+    await seen.waitFor(7);
+    expect(seen.events.map((event) => event.data.n)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(idsOf(seen.events)).toEqual(await streamIds(admin, bus, "s"));
+  });
+
+  it("bounds each session's stream by length and expires it", async () => {
+    const { prefix, admin } = setup();
+    const redis = newRedisClient();
+    const bus = new EventBus({ redis, prefix, maxLenPerSession: 10, ttlSeconds: 600 });
+    cleanups.push(async () => {
+      await bus.close();
+      redis.disconnect();
+    });
+    for (let n = 0; n < 300; n++) await bus.publish("s", "delta", { n });
+    const length = await admin.xlen(bus.streamKey("s"));
+    expect(length).toBeLessThan(300);
+    expect(length).toBeGreaterThanOrEqual(10);
+    const ttl = await admin.ttl(bus.streamKey("s"));
+    expect(ttl).toBeGreaterThan(500);
+    expect(ttl).toBeLessThanOrEqual(600);
+  });
+
+  it("refuses a since that is not an event id", async () => {
+    const { prefix } = setup();
+    const { bus } = processBus(prefix);
+    await expect(bus.subscribe("s", () => undefined, { since: "yesterday" })).rejects.toThrow(/not an event id/);
+  });
+});
