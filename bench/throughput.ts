@@ -56,7 +56,7 @@ export async function measureBullmq(ctx: BenchContext, shape: Shape): Promise<{ 
     let nextId = 1;
     const add = async (): Promise<void> => {
       const inboxId = nextId++;
-      await turns.add("turn", { sessionId: `raw-${inboxId % shape.sessions}`, inboxId }, { jobId: turnJobId(inboxId) });
+      await turns.add("turn", { conversationId: `raw-${inboxId % shape.sessions}`, inboxId }, { jobId: turnJobId(inboxId) });
     };
     // Warm-up (not counted): connections, scripts loaded, JIT.
     const warmup = 200;

@@ -12,7 +12,7 @@ export type Admission =
 
 export interface AcquireInput {
   store: SessionStore;
-  leaseKey: string;
+  conversationId: string;
   holder: string;
   ttlSeconds: number;
   waitSeconds: number;
@@ -23,22 +23,22 @@ export interface AcquireInput {
   onWait: (elapsedSeconds: number) => void;
 }
 
-/** The lease key: the compression-lineage root, or the id itself when that cannot be read. */
-export async function leaseKeyFor(store: SessionStore, sessionId: string): Promise<string> {
+/** The conversation id (the lease's key), or the session id itself when that cannot be read. */
+export async function conversationIdFor(store: SessionStore, sessionId: string): Promise<string> {
   try {
-    return (await store.conversationRootId(sessionId)) || sessionId;
+    return (await store.conversationIdOf(sessionId)) || sessionId;
   } catch {
     return sessionId;
   }
 }
 
 export async function acquireTurnLease(input: AcquireInput): Promise<Admission> {
-  const { store, leaseKey, holder } = input;
+  const { store, conversationId, holder } = input;
   let waited = false;
   let contended = false;
   let abandoned = false;
   const acquiring = (async () =>
-    store.acquireSessionTurnLease(leaseKey, holder, {
+    store.acquireSessionTurnLease(conversationId, holder, {
       ttlSeconds: input.ttlSeconds,
       waitSeconds: input.waitSeconds,
       onWait: (elapsed) => {
@@ -60,7 +60,7 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
     abandoned = true;
     // The store may still grant the lease before it next checks shouldAbort: hand it back.
     acquiring
-      .then((granted) => (granted ? store.releaseSessionTurnLease(leaseKey, holder) : undefined))
+      .then((granted) => (granted ? store.releaseSessionTurnLease(conversationId, holder) : undefined))
       .catch(() => {});
     return { kind: "aborted" };
   }
@@ -69,7 +69,7 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
 }
 
 export interface Reloaded {
-  /** The live tip of the compression chain. */
+  /** The tip: the newest session of the compacted chain. */
   sessionId: string;
   history: ConversationMessage[];
   /** Whether the session row exists; null when it could not be read. */
@@ -88,7 +88,7 @@ export async function reloadUnderLease(
 ): Promise<Reloaded> {
   let tip = sessionId;
   try {
-    tip = (await store.resolveResumeSessionId(sessionId)) || sessionId;
+    tip = (await store.resolveTip(sessionId)) || sessionId;
   } catch {
     // Unreadable chain: stay on the id we have.
   }

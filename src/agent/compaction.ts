@@ -1,15 +1,14 @@
 // Compaction: when the transcript passes a size, older messages become one summary (asked of
 // the model) at the start of a CHILD session; the current session ends with end_reason
-// 'compression' and the agent moves to the child. The chain keeps one lease key (its root),
-// and resolveResumeSessionId follows it to the child.
+// 'compression' and the turn moves to the child, the chain's new tip. Every session of the chain
+// has one conversation id (its root), so the lease is the same.
 import { randomUUID } from "node:crypto";
 import type { ConversationMessage } from "../state/types.js";
 import { raceAbort } from "./interrupts.js";
 import { modelText, nowSeconds, transcriptChars } from "./messages.js";
 import { COMPACTED_NOTICE } from "./notices.js";
-import type { FlushHost } from "./persistence.js";
-import type { CompactionOptions } from "./turn-types.js";
-import type { ModelProvider, StatusKind } from "./types.js";
+import type { Turn } from "./turn.js";
+import type { ModelProvider } from "./types.js";
 
 export const COMPACTION_SUMMARY_KIND = "compaction_summary";
 const SUMMARY_PREFIX = "[Summary of the earlier conversation]\n";
@@ -17,18 +16,6 @@ const SUMMARY_INSTRUCTIONS =
   "You compress conversations. Summarise the conversation you are given so an assistant can carry it on: " +
   "keep facts, names, numbers, decisions, open questions and the user's preferences. Plain prose, at most 300 words.";
 const MAX_CHARS_PER_MESSAGE = 2_000;
-
-export interface CompactionHost extends FlushHost {
-  readonly provider: ModelProvider;
-  readonly compaction: CompactionOptions | null;
-  readonly activeLeaseKey: string | null;
-  readonly leaseTtlSeconds: number;
-  flushMessagesToSessionDb(
-    messages: readonly ConversationMessage[],
-    conversationHistory: readonly ConversationMessage[] | null,
-  ): Promise<boolean>;
-  status(kind: StatusKind, text: string): void;
-}
 
 /** Where recent messages start: never on a tool result, which must follow its call. */
 export function compactionSplit(history: readonly ConversationMessage[], keepRecent: number): number {
@@ -79,62 +66,59 @@ function copyForChild(message: ConversationMessage): ConversationMessage {
 /**
  * Returns the history the turn should continue from: the same array when nothing was compacted
  * (under the threshold, nothing old enough, the summary failed), else [summary, ...recent] stored
- * in the new child session the agent now points at.
+ * in the new child session the turn now is on.
  */
 export async function compactHistory(
-  host: CompactionHost,
+  turn: Turn,
   history: ConversationMessage[],
   pending: readonly ConversationMessage[],
-  signal: AbortSignal,
 ): Promise<ConversationMessage[]> {
-  const options = host.compaction;
-  const store = host.store;
-  const parentId = host.sessionId;
-  if (!options || !store || !host.persist || !parentId) return history;
+  const { compaction: options, store, persist, provider, platform } = turn.settings;
+  const parentId = turn.sessionId;
+  if (!options || !store || !persist || !parentId) return history;
   if (transcriptChars([...history, ...pending]) <= options.maxChars) return history;
   const split = compactionSplit(history, options.keepRecent);
   if (split <= 0) return history;
   // Carried inputs in the history are stored in the parent before its transcript is closed.
-  if (!(await host.flushMessagesToSessionDb(history, history))) return history;
+  if ((await turn.flush(history, history)).kind !== "ok") return history;
 
-  const summary = await summarise(host.provider, history.slice(0, split), signal);
+  const summary = await summarise(provider, history.slice(0, split), turn.signal);
   if (summary === null) return history;
 
   const childId = randomUUID();
   try {
     const parent = await store.getSession(parentId);
     await store.createSession(childId, {
-      source: parent?.source ?? host.platform,
+      source: parent?.source ?? platform,
       sessionKey: parent?.session_key ?? null,
       chatId: parent?.chat_id ?? null,
       threadId: parent?.thread_id ?? null,
       userId: parent?.user_id ?? null,
       title: parent?.title ?? null,
-      model: host.provider.model,
+      model: provider.model,
       parentSessionId: parentId,
     });
-    // Close the parent only while this turn still owns the lineage.
-    const holder = host.activeSessionTurnLeaseHolder;
-    if (holder && host.activeLeaseKey) {
-      const held = await store.refreshSessionTurnLease(host.activeLeaseKey, holder, { ttlSeconds: host.leaseTtlSeconds });
+    // Close the parent only while this turn still owns the conversation.
+    const { holder, conversationId } = turn;
+    if (holder && conversationId) {
+      const held = await store.refreshSessionTurnLease(conversationId, holder, { ttlSeconds: turn.settings.leaseTtlSeconds });
       if (!held) {
-        host.lastPersistenceErrorCause = "turn_lease";
+        turn.markLeaseLost();
         return history;
       }
     }
     await store.endSession(parentId, "compression");
   } catch (err) {
-    host.status("warn", `Could not compact the conversation: ${err instanceof Error ? err.message : String(err)}`);
+    turn.status("warn", `Could not compact the conversation: ${err instanceof Error ? err.message : String(err)}`);
     return history;
   }
 
-  host.sessionId = childId;
-  host.sessionRowKnown = true;
+  turn.moveTo(childId, true);
   const compacted: ConversationMessage[] = [
     { role: "user", content: SUMMARY_PREFIX + summary, display_kind: COMPACTION_SUMMARY_KIND, timestamp: nowSeconds() },
     ...history.slice(split).map(copyForChild),
   ];
-  await host.flushMessagesToSessionDb(compacted, []);
-  host.status("lifecycle", COMPACTED_NOTICE);
+  await turn.flush(compacted, []);
+  turn.status("lifecycle", COMPACTED_NOTICE);
   return compacted;
 }

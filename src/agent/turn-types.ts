@@ -1,6 +1,7 @@
 // The shapes of one turn: what runConversation takes, what it returns, and what the inner
 // model/tool loop sees. Kept apart from agent.ts so loop, admission and tests share them.
-import type { ConversationMessage, FlushExtras, SessionStore } from "../state/types.js";
+import type { ConversationMessage, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { Turn } from "./turn.js";
 import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
 import type { ToolRegistry } from "./tools/registry.js";
 
@@ -14,7 +15,10 @@ export interface CompactionOptions {
 export interface AgentOptions {
   store: SessionStore | null;
   provider: ModelProvider;
+  /** The session the first turn starts on (a turn may move on to the tip or a compaction child). */
   sessionId: string | null;
+  /** The caller knows the session's row exists: the first write does not look for it. Default false. */
+  sessionRowKnown?: boolean;
   platform: string;
   /** Default true. False: nothing is written and no lease is taken. */
   persist?: boolean;
@@ -36,14 +40,17 @@ export interface AgentOptions {
   beforeRelease?: () => Promise<void>;
 }
 
-/** One user input read by the gateway under the lease (the head of the session's inbox). */
+/**
+ * One user input of a turn: given to runConversation, or read by the gateway under the lease
+ * (the head of the session's inbox). Stored once the turn holds the lease.
+ */
 export interface AdmittedUserInput {
   /** Stored as the message content. */
   text: string;
   /** What the model sees instead, when it differs (e.g. with a time stamp prefix). */
   apiText?: string | null;
-  /** Epoch seconds. */
-  timestamp?: number;
+  /** Epoch seconds; default: when the message is built. */
+  timestamp?: number | null;
   platformMessageId?: string | null;
   displayKind?: string | null;
   displayMetadata?: Record<string, unknown> | null;
@@ -54,9 +61,11 @@ export type TurnOutcomeStatus = "done" | "failed" | "interrupted";
 export interface AdmittedInput {
   /** One input, or several in collect mode, oldest first. */
   messages: AdmittedUserInput[];
-  /** Extra writes for the turn's last fenced flush (inbox completion, delivery rows). */
-  finalExtras?: (outcome: { status: TurnOutcomeStatus; finalResponse: string }) => FlushExtras;
+  /** What the turn's last fenced flush records beside its messages (inbox completion, delivery rows). */
+  endRecords?: EndRecordsFor;
 }
+
+export type EndRecordsFor = (outcome: { status: TurnOutcomeStatus; finalResponse: string }) => TurnEndRecords;
 
 export interface AdmittedInputContext {
   sessionId: string;
@@ -71,12 +80,6 @@ export interface RunConversationOptions {
   conversationHistory?: ConversationMessage[] | null;
   /** Overrides the agent's system prompt for this turn. */
   systemMessage?: string | null;
-  /** Stored content of the user message when the model sees something else (userMessage). */
-  persistUserMessage?: string | null;
-  persistUserTimestamp?: number | null;
-  persistUserDisplayKind?: string | null;
-  persistUserDisplayMetadata?: Record<string, unknown> | null;
-  persistUserPlatformId?: string | null;
   /** Aborting it interrupts the turn (soft). */
   signal?: AbortSignal;
   /** Called under the lease, after admission and reload: the turn's input, or null for nothing to do. */
@@ -96,9 +99,9 @@ export interface TurnResult {
   apiCalls: number;
   /** True when admittedInput found nothing to do: no turn ran. */
   skipped?: boolean;
-  /** The session the turn ended on (a compressed tip or a compaction child may differ from the input). */
+  /** The session the turn ended on (the tip after a wait, or a compaction child, may differ from the input). */
   sessionId: string | null;
-  /** Delivery rows created by the turn's finalExtras, to enqueue for sending. */
+  /** Delivery rows created by the turn's end records, to enqueue for sending. */
   deliveryIds: number[];
 }
 
@@ -116,14 +119,12 @@ export interface LoopResult {
 
 /** Handed to the inner loop. */
 export interface TurnContext {
+  /** The running turn: its session, lease holder, interrupt state, fenced flush and events. */
+  turn: Turn;
   /** This turn's new user messages (already built with content/api_content/platform ids). */
   userMessages: ConversationMessage[];
-  /** Aborted by interrupt(): stop the model call and tools promptly. */
-  signal: AbortSignal;
-  /** Present when the gateway asked for extras on the last flush. */
-  finalExtras: AdmittedInput["finalExtras"] | null;
-  /** The loop sets this once its last flush carried the extras. */
-  extrasFlushed: boolean;
+  /** Present when the gateway asked for end records on the last flush. */
+  endRecords: EndRecordsFor | null;
 }
 
 export type RunLoop = (

@@ -14,8 +14,8 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
     const sessions = await store.listSessions({ limit });
     const out = await Promise.all(
       sessions.map(async (s) => {
-        const root = await store.conversationRootId(s.id);
-        const [lease, pending] = await Promise.all([store.getSessionTurnLease(root), store.pendingInbox(root, 1000)]);
+        const conversationId = await store.conversationIdOf(s.id);
+        const [lease, pending] = await Promise.all([store.getSessionTurnLease(conversationId), store.pendingInbox(conversationId, 1000)]);
         const running = lease !== null && lease.expires_at * 1000 > Date.now();
         const state = s.ended_at ? "ended" : running ? (pending.length > 1 ? "running+queued" : "running") : pending.length > 0 ? "queued" : "idle";
         return {
@@ -41,7 +41,7 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
     if (!(await store.getSession(id))) throw new HttpError(404, "session_not_found", `no session ${id}`);
     const rows = await store.getMessages(id);
     // A compacted session goes on in a child: say where, so clients can follow the conversation.
-    const tip = await store.resolveResumeSessionId(id);
+    const tip = await store.resolveTip(id);
     res.json({
       session_id: id,
       ...(tip !== id ? { continued_in: tip } : {}),

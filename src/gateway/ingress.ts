@@ -47,14 +47,14 @@ export class Ingress implements GatewayIngress {
       logger.warn({ platform: message.platform, platformMessageId: message.platformMessageId, reason: problem }, "inbound message rejected");
       return { status: "rejected", reason: problem };
     }
-    const sessionId = await this.conversationFor(message);
+    const conversationId = await this.conversationIdFor(message);
     const command = parseCommand(message.text);
-    if (command) return this.runCommand(command.name, message, sessionId);
+    if (command) return this.runCommand(command.name, message, conversationId);
 
     const { inserted, row } = await store.recordInbound({
       platform: message.platform,
       platformMessageId: message.platformMessageId,
-      sessionId,
+      sessionId: conversationId,
       payload: payloadOf(message),
       receivedAt: message.receivedAt / 1000,
     });
@@ -72,11 +72,11 @@ export class Ingress implements GatewayIngress {
   }
 
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */
-  async enqueue(sessionId: string, inboxId: number): Promise<boolean> {
+  async enqueue(conversationId: string, inboxId: number): Promise<boolean> {
     try {
       // At start-up the connection may still be connecting: give it a moment. In an outage, fail fast.
       if (!this.redisWasReady) await untilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
-      await withTimeout(this.deps.queues.turns.add("turn", { sessionId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
+      await withTimeout(this.deps.queues.turns.add("turn", { conversationId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
       // No write to mark it: the hot path keeps to one SQLite write per message. The reconciler
       // stamps enqueued_at on the rows it had to re-enqueue.
       return true;
@@ -87,9 +87,9 @@ export class Ingress implements GatewayIngress {
   }
 
   /** Add wake-up jobs for many rows in one round trip (job ids dedupe); throws when Redis is down. */
-  async enqueueMany(rows: Array<{ sessionId: string; inboxId: number }>): Promise<void> {
+  async enqueueMany(rows: Array<{ conversationId: string; inboxId: number }>): Promise<void> {
     if (rows.length === 0) return;
-    const jobs = rows.map(({ sessionId, inboxId }) => ({ name: "turn", data: { sessionId, inboxId }, opts: { jobId: turnJobId(inboxId) } }));
+    const jobs = rows.map(({ conversationId, inboxId }) => ({ name: "turn", data: { conversationId, inboxId }, opts: { jobId: turnJobId(inboxId) } }));
     await withTimeout(this.deps.queues.turns.addBulk(jobs), ENQUEUE_TIMEOUT_MS * 4, "enqueue batch");
   }
 
@@ -121,7 +121,7 @@ export class Ingress implements GatewayIngress {
       };
       const poll = setInterval(() => void check(), 1000);
       const timer = setTimeout(() => finish(null, new OutcomeTimeoutError(inboxId, timeoutMs)), timeoutMs);
-      // The inbox row's session is the conversation (lineage root): the lease's key.
+      // The inbox row's session_id is the conversation id: the lease's key.
       const stopListening = store.onSessionTurnLeaseReleased(first.session_id, () => void check());
       // A release between the first read and the listener: read once more now that it listens.
       void check();
@@ -129,8 +129,8 @@ export class Ingress implements GatewayIngress {
   }
 
   async interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void> {
-    const conversation = await this.deps.store.conversationRootId(sessionId);
-    await this.deps.interrupts.publish({ sessionId: conversation, text: options.text, hard: options.hard ?? false });
+    const conversationId = await this.deps.store.conversationIdOf(sessionId);
+    await this.deps.interrupts.publish({ sessionId: conversationId, text: options.text, hard: options.hard ?? false });
   }
 
   private validate(message: InboundMessage): string | null {
@@ -141,12 +141,12 @@ export class Ingress implements GatewayIngress {
     return null;
   }
 
-  /** The conversation (lineage root) this message belongs to; creates the session for a new key. */
-  private async conversationFor(message: InboundMessage): Promise<string> {
+  /** The conversation id this message belongs to; creates the session for a new key. */
+  private async conversationIdFor(message: InboundMessage): Promise<string> {
     const { store, config } = this.deps;
     if (message.sessionId) {
       if (message.seedHistory?.length) await this.seedSession(message);
-      return store.conversationRootId(message.sessionId);
+      return store.conversationIdOf(message.sessionId);
     }
     const key = config.sessionPerUser.includes(message.platform) && message.userId ? `${message.sessionKey}:${message.userId}` : message.sessionKey;
     const session = await store.ensureSessionForKey(key, randomUUID(), {
@@ -156,7 +156,7 @@ export class Ingress implements GatewayIngress {
       threadId: message.threadId,
       userId: message.userId,
     });
-    return store.conversationRootId(session.id);
+    return store.conversationIdOf(session.id);
   }
 
   /** A fresh session seeded from a request's prior messages; nobody else knows its id yet. */
@@ -172,12 +172,12 @@ export class Ingress implements GatewayIngress {
     );
   }
 
-  private async runCommand(name: CommandName, message: InboundMessage, sessionId: string): Promise<AcceptResult> {
+  private async runCommand(name: CommandName, message: InboundMessage, conversationId: string): Promise<AcceptResult> {
     const { store, metrics } = this.deps;
     const { inserted, row } = await store.recordInbound({
       platform: message.platform,
       platformMessageId: message.platformMessageId,
-      sessionId,
+      sessionId: conversationId,
       payload: payloadOf(message, { command: name }),
       receivedAt: message.receivedAt / 1000,
     });
@@ -186,35 +186,35 @@ export class Ingress implements GatewayIngress {
       return { status: "duplicate", inboxId: row.id, sessionId: row.session_id };
     }
     metrics.inbound.inc({ platform: message.platform, result: "accepted" });
-    const reply = await this.commandReply(name, message, sessionId);
+    const reply = await this.commandReply(name, message, conversationId);
     await store.completeInbox([row.id], "done", reply, `command:${name}`);
     if (this.deps.sendingPlatforms().has(message.platform) && message.replyTarget) {
-      await store.createDeliveries([{ platform: message.platform, sessionId, target: message.replyTarget, text: reply, inboxId: row.id }]);
-      await this.deps.dispatchDeliveries(sessionId).catch(() => undefined);
+      await store.createDeliveries([{ platform: message.platform, sessionId: conversationId, target: message.replyTarget, text: reply, inboxId: row.id }]);
+      await this.deps.dispatchDeliveries(conversationId).catch(() => undefined);
     }
-    void this.deps.events.publish(sessionId, "command", { inbox_id: row.id, inbox_ids: [row.id], command: name, reply }).catch(() => undefined);
-    return { status: "accepted", inboxId: row.id, sessionId, enqueued: false };
+    void this.deps.events.publish(conversationId, "command", { inbox_id: row.id, inbox_ids: [row.id], command: name, reply }).catch(() => undefined);
+    return { status: "accepted", inboxId: row.id, sessionId: conversationId, enqueued: false };
   }
 
-  private async commandReply(name: CommandName, message: InboundMessage, sessionId: string): Promise<string> {
+  private async commandReply(name: CommandName, message: InboundMessage, conversationId: string): Promise<string> {
     const { store } = this.deps;
     switch (name) {
       case "help":
         return HELP_TEXT;
       case "stop":
-        await this.deps.interrupts.publish({ sessionId, hard: true, text: "stopped by /stop" });
+        await this.deps.interrupts.publish({ sessionId: conversationId, hard: true, text: "stopped by /stop" });
         return "Stopped.";
       case "new": {
         if (message.sessionId) return "This conversation is addressed by its id; start a new one by using a new session id.";
-        const tip = await store.resolveResumeSessionId(sessionId);
+        const tip = await store.resolveTip(conversationId);
         await store.endSession(tip, "reset");
         return "Started a new conversation.";
       }
       case "status": {
-        const tip = await store.resolveResumeSessionId(sessionId);
+        const tip = await store.resolveTip(conversationId);
         // Commands (this one included) are answered at once; only messages wait in the queue.
-        const pending = (await store.pendingInbox(sessionId, 1000)).filter((r) => !r.payload.command);
-        const lease = await store.getSessionTurnLease(sessionId);
+        const pending = (await store.pendingInbox(conversationId, 1000)).filter((r) => !r.payload.command);
+        const lease = await store.getSessionTurnLease(conversationId);
         const state = lease ? "a turn is running" : "idle";
         return `Session ${tip}: ${state}; ${pending.length} message(s) queued.`;
       }

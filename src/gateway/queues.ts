@@ -7,9 +7,19 @@ export const TURN_QUEUE = "turns";
 export const DELIVERY_QUEUE = "deliveries";
 
 export interface TurnJobData {
-  /** The conversation (lineage root) the inbox row belongs to. */
+  /** The conversation id of the inbox row (its session_id): the turn lease's key. */
+  conversationId: string;
+  inboxId: number;
+}
+
+/** A job queued before the field had its name carries the conversation id as `sessionId`. */
+interface EarlierTurnJobData {
   sessionId: string;
   inboxId: number;
+}
+
+export function conversationIdOfJob(data: TurnJobData | EarlierTurnJobData): string {
+  return "conversationId" in data ? data.conversationId : data.sessionId;
 }
 
 export interface DeliveryJobData {

@@ -59,7 +59,7 @@ export class Reconciler {
       // In batches: one round trip per batch, however long the backlog.
       for (let i = 0; i < pending.length; i += BATCH) {
         const batch = pending.slice(i, i + BATCH);
-        await ingress.enqueueMany(batch.map((row) => ({ sessionId: row.session_id, inboxId: row.id })));
+        await ingress.enqueueMany(batch.map((row) => ({ conversationId: row.session_id, inboxId: row.id })));
         await store.markInboxEnqueued(batch.map((r) => r.id));
         count += batch.length;
       }

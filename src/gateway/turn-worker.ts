@@ -6,11 +6,11 @@ import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { Agent, createBuiltinTools, type AdmittedInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
-import type { FlushExtras, InboxRow, SessionStore } from "../state/types.js";
+import type { InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "../bus/types.js";
 import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { TURN_QUEUE, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
+import { TURN_QUEUE, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
 import type { ReplyStream } from "./types.js";
 
@@ -29,7 +29,7 @@ export interface TurnWorkerDeps {
   sendingPlatforms: () => Set<string>;
   dispatchDeliveries: (sessionId: string) => Promise<void>;
   /** Add a wake-up job for an inbox row (ingress.enqueue). */
-  enqueue: (sessionId: string, inboxId: number) => Promise<boolean>;
+  enqueue: (conversationId: string, inboxId: number) => Promise<boolean>;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
   openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
 }
@@ -131,60 +131,60 @@ export class TurnWorkers {
 
   private async process(job: Job<TurnJobData>): Promise<void> {
     const { store, config } = this.deps;
-    const conversation = job.data.sessionId;
+    const conversationId = conversationIdOfJob(job.data);
     const row = await store.getInboxRow(job.data.inboxId);
     if (row?.status === "pending" && busyModeFor(config, row.platform) === "interrupt") {
-      await this.deps.publishInterrupt({ sessionId: conversation, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
+      await this.deps.publishInterrupt({ sessionId: conversationId, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
     // A live turn on this conversation will drain its inbox after it releases the lease (see
     // below), so this job need not hold a worker slot waiting: other sessions run meanwhile.
-    if (await store.liveSessionTurnLeaseHolder(conversation)) return;
+    if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
     // Drain: a turn consumes the head, which may be another job's row (its job was lost with a
     // dead worker, or completed as a no-op above). Keep going while the session has pending rows;
     // each check comes after the previous turn released the lease, so a job that saw the lease
     // held cannot strand its row.
-    let [next] = row?.status === "pending" ? [row] : await store.pendingInbox(conversation, 1);
+    let [next] = row?.status === "pending" ? [row] : await store.pendingInbox(conversationId, 1);
     for (let turns = 0; next; turns++) {
       if (turns >= MAX_TURNS_PER_JOB) {
         // Yield the slot; a fresh wake-up carries on with the head.
-        await this.deps.enqueue(conversation, next.id);
+        await this.deps.enqueue(conversationId, next.id);
         return;
       }
       // Even a turn that found nothing to do (another turn consumed the head) checks again after
       // its release: a job that saw this lease held relies on that check.
-      await this.runTurn(conversation, next);
-      [next] = await store.pendingInbox(conversation, 1);
+      await this.runTurn(conversationId, next);
+      [next] = await store.pendingInbox(conversationId, 1);
       // Another job took the lease the moment it was released: that turn drains from here on.
-      if (next && (await store.liveSessionTurnLeaseHolder(conversation))) return;
+      if (next && (await store.liveSessionTurnLeaseHolder(conversationId))) return;
     }
   }
 
   /** One turn for the head of the conversation's inbox; false when there was nothing to do. */
-  private async runTurn(conversation: string, row: InboxRow): Promise<boolean> {
+  private async runTurn(conversationId: string, row: InboxRow): Promise<boolean> {
     const { store, config, metrics } = this.deps;
-    const tip = await store.resolveResumeSessionId(conversation);
+    const tip = await store.resolveTip(conversationId);
     const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null };
-    const turn: RunningTurn = { agent: this.createAgent(conversation, tip, row.platform, state), state, began: performance.now() };
-    this.track(conversation, turn);
+    const turn: RunningTurn = { agent: this.createAgent(conversationId, tip, row.platform, state), state, began: performance.now() };
+    this.track(conversationId, turn);
     metrics.runningTurns.inc();
     const started = Date.now();
     try {
       // No caller history: the agent reloads the transcript under the lease, never a stale read.
       const result = await turn.agent.runConversation(null, {
-        admittedInput: ({ sessionId }: { sessionId: string }) => this.admitHead(conversation, busyModeFor(config, row.platform), sessionId, state),
+        admittedInput: ({ sessionId }: { sessionId: string }) => this.admitHead(conversationId, busyModeFor(config, row.platform), sessionId, state),
       });
       if (result.skipped) return false;
-      await this.afterTurn(conversation, row.platform, result, state, started);
+      await this.afterTurn(conversationId, row.platform, result, state, started);
       return true;
     } finally {
       await state.stream?.close().catch(() => undefined);
       metrics.runningTurns.dec();
-      this.untrack(conversation, turn);
+      this.untrack(conversationId, turn);
     }
   }
 
   /** An agent for one turn; its events go to the bus (under the conversation id) and the stream. */
-  private createAgent(conversation: string, tip: string, platform: string, state: TurnState): Agent {
+  private createAgent(conversationId: string, tip: string, platform: string, state: TurnState): Agent {
     const { store, config, metrics } = this.deps;
     return new Agent({
       store,
@@ -204,7 +204,7 @@ export class TurnWorkers {
         if (event.kind === "turn.started" && state.waitStarted !== null) metrics.leaseWaitSeconds.observe((Date.now() - state.waitStarted) / 1000);
         if (event.kind === "delta" && state.stream && typeof event.data.text === "string") state.stream.push(event.data.text);
         const data = { ...event.data, turn_session_id: event.sessionId, inbox_ids: state.inboxIds };
-        state.published = this.deps.events.publish(conversation, event.kind, data).then(
+        state.published = this.deps.events.publish(conversationId, event.kind, data).then(
           () => undefined,
           () => undefined,
         );
@@ -215,9 +215,9 @@ export class TurnWorkers {
   }
 
   /** Under the lease: the head of the inbox (all pending, up to a cap, in collect mode) is this turn's input. */
-  private async admitHead(conversation: string, mode: BusyMode, sessionId: string, state: TurnState): Promise<AdmittedInput | null> {
+  private async admitHead(conversationId: string, mode: BusyMode, sessionId: string, state: TurnState): Promise<AdmittedInput | null> {
     const { store, config } = this.deps;
-    const head = await store.pendingInbox(conversation, mode === "collect" ? config.collectMaxMessages : 1);
+    const head = await store.pendingInbox(conversationId, mode === "collect" ? config.collectMaxMessages : 1);
     if (head.length === 0) return null;
     state.inboxIds = head.map((r) => r.id);
     const last = head[head.length - 1];
@@ -226,12 +226,12 @@ export class TurnWorkers {
     await this.ensureSessionRow(sessionId, head[0]);
     return {
       messages: head.map((r) => userMessageOf(r)),
-      finalExtras: ({ status, finalResponse }) => this.finalExtras(head, sessionId, status, finalResponse),
+      endRecords: ({ status, finalResponse }) => this.endRecords(head, sessionId, status, finalResponse),
     };
   }
 
   /** Metrics, retry decisions, the streamed message and the reply's delivery. */
-  private async afterTurn(conversation: string, platform: string, result: TurnResult, state: TurnState, started: number): Promise<void> {
+  private async afterTurn(conversationId: string, platform: string, result: TurnResult, state: TurnState, started: number): Promise<void> {
     const { metrics, logger } = this.deps;
     const outcome = result.interrupted ? "interrupted" : result.failed ? "failed" : "completed";
     metrics.turns.inc({ platform, outcome });
@@ -247,7 +247,7 @@ export class TurnWorkers {
     }
     if (state.stream) await this.finishStream(state.stream, result.deliveryIds);
     if (result.deliveryIds.length > 0) {
-      await this.deps.dispatchDeliveries(conversation).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
+      await this.deps.dispatchDeliveries(conversationId).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
   }
 
@@ -262,7 +262,7 @@ export class TurnWorkers {
     return rows.some((r) => r?.status === "pending");
   }
 
-  private finalExtras(head: InboxRow[], sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): FlushExtras {
+  private endRecords(head: InboxRow[], sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): TurnEndRecords {
     const last = head[head.length - 1];
     const inbound = inboundOf(last);
     const sends = this.deps.sendingPlatforms().has(last.platform) && inbound.replyTarget && finalResponse;
@@ -286,16 +286,16 @@ export class TurnWorkers {
     });
   }
 
-  private track(conversation: string, turn: RunningTurn): void {
-    let set = this.running.get(conversation);
-    if (!set) this.running.set(conversation, (set = new Set()));
+  private track(conversationId: string, turn: RunningTurn): void {
+    let set = this.running.get(conversationId);
+    if (!set) this.running.set(conversationId, (set = new Set()));
     set.add(turn);
   }
 
-  private untrack(conversation: string, turn: RunningTurn): void {
-    const set = this.running.get(conversation);
+  private untrack(conversationId: string, turn: RunningTurn): void {
+    const set = this.running.get(conversationId);
     set?.delete(turn);
-    if (set && set.size === 0) this.running.delete(conversation);
+    if (set && set.size === 0) this.running.delete(conversationId);
   }
 }
 

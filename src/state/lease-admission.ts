@@ -10,11 +10,11 @@ import type { LeaseAcquireOptions } from "./types.js";
 export const WAIT_NOTICE_INTERVAL_MS = 15_000;
 
 export interface AdmissionPorts {
-  /** The lease key of the session (may throw SQLITE_BUSY). */
-  resolveKey(): string;
+  /** The conversation id of the session: the lease is keyed by it (may throw SQLITE_BUSY). */
+  resolveConversationId(): string;
   /** One admission transaction (may throw SQLITE_BUSY). */
-  attempt(key: string): LeaseAttempt;
-  arm(key: string): ArmedWakeup;
+  attempt(conversationId: string): LeaseAttempt;
+  arm(conversationId: string): ArmedWakeup;
   /** The store's clock, epoch seconds: lease expiry is measured with it. */
   nowSeconds(): number;
   pollIntervalMs: number;
@@ -34,9 +34,9 @@ export async function waitForLease(ports: AdmissionPorts, options: LeaseAcquireO
     let wakeup: ArmedWakeup | null = null;
     let outcome: LeaseAttempt | "busy";
     try {
-      const key = ports.resolveKey();
-      wakeup = ports.arm(key); // armed before the attempt: a release right after it still wakes us
-      outcome = ports.attempt(key);
+      const conversationId = ports.resolveConversationId();
+      wakeup = ports.arm(conversationId); // armed before the attempt: a release right after it still wakes us
+      outcome = ports.attempt(conversationId);
     } catch (err) {
       if (!isSqliteBusy(err)) {
         wakeup?.dispose();
@@ -64,7 +64,7 @@ export async function waitForLease(ports: AdmissionPorts, options: LeaseAcquireO
       }
       const remainingMs = waitMs - elapsedMs;
       if (remainingMs <= 0) return false;
-      // A busy-path wait without an armed wake-up (the key read itself was busy) is a plain sleep.
+      // A busy-path wait without an armed wake-up (reading the conversation id was itself busy) is a plain sleep.
       const sleeper = wakeup ?? { wait: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) };
       await sleeper.wait(Math.min(delayMs, remainingMs));
     } finally {

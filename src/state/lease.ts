@@ -1,6 +1,6 @@
 // Every SQL statement that reads or writes session_turn_leases lives here: admission, refresh,
-// release and the fence that guards transcript writes. Keys are compression-lineage roots
-// (the caller resolves them); times are epoch seconds from the store's clock.
+// release and the fence that guards transcript writes. Leases are keyed by conversation id (the
+// compression-lineage root, which the caller resolves); times are epoch seconds from the store's clock.
 import type { Database, Statement } from "better-sqlite3";
 import { TurnLeaseLostError } from "./errors.js";
 import { isHolderProvablyDead } from "./holder.js";
@@ -27,7 +27,7 @@ export class LeaseSql {
   private readonly refreshRow: Statement<[number, number | null, number | null, string, string]>;
   private readonly renewRow: Statement<[number, string, string]>;
   private readonly deleteOwnRow: Statement<[string, string]>;
-  private readonly acquireTransaction: (key: string, holder: string, ttlSeconds: number, now: number) => LeaseAttempt;
+  private readonly acquireTransaction: (conversationId: string, holder: string, ttlSeconds: number, now: number) => LeaseAttempt;
 
   constructor(
     private readonly db: Database,
@@ -54,54 +54,54 @@ export class LeaseSql {
     );
     this.deleteOwnRow = db.prepare("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?");
 
-    const acquire = db.transaction((key: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt => {
-      let row = this.selectRow.get(key);
+    const acquire = db.transaction((conversationId: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt => {
+      let row = this.selectRow.get(conversationId);
       if (row && row.holder !== holder && (row.expires_at <= now || isHolderProvablyDead(row.holder, this.thisHost))) {
-        this.deleteRow.run(key);
+        this.deleteRow.run(conversationId);
         row = undefined;
       }
       if (!row) {
-        this.insertRow.run(key, holder, now, now + ttlSeconds, ttlSeconds);
+        this.insertRow.run(conversationId, holder, now, now + ttlSeconds, ttlSeconds);
         return { acquired: true };
       }
       if (row.holder === holder) {
         // Re-acquire by the same holder: still ours, with a fresh expiry.
-        this.extendRow.run(now + ttlSeconds, ttlSeconds, key, holder);
+        this.extendRow.run(now + ttlSeconds, ttlSeconds, conversationId, holder);
         return { acquired: true };
       }
       return { acquired: false, holder: row.holder, expiresAt: row.expires_at };
     });
-    this.acquireTransaction = (key, holder, ttlSeconds, now) => acquire.immediate(key, holder, ttlSeconds, now);
+    this.acquireTransaction = (conversationId, holder, ttlSeconds, now) => acquire.immediate(conversationId, holder, ttlSeconds, now);
   }
 
   /**
    * One BEGIN IMMEDIATE transaction: drop an expired row or one whose holder is provably dead on
    * this host, insert ours if absent; acquired iff the row is ours afterwards.
    */
-  tryAcquire(key: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt {
-    return this.acquireTransaction(key, holder, ttlSeconds, now);
+  tryAcquire(conversationId: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt {
+    return this.acquireTransaction(conversationId, holder, ttlSeconds, now);
   }
 
   /** Extends expiry when `holder` owns the row (even if it ran out and nobody took it); else false. */
-  refresh(key: string, holder: string, ttlSeconds: number | undefined, now: number): boolean {
+  refresh(conversationId: string, holder: string, ttlSeconds: number | undefined, now: number): boolean {
     const ttl = ttlSeconds ?? null;
-    return this.refreshRow.run(now, ttl, ttl, key, holder).changes > 0;
+    return this.refreshRow.run(now, ttl, ttl, conversationId, holder).changes > 0;
   }
 
   /** Deletes the row only when `holder` owns it. True when a row was deleted. */
-  release(key: string, holder: string): boolean {
-    return this.deleteOwnRow.run(key, holder).changes > 0;
+  release(conversationId: string, holder: string): boolean {
+    return this.deleteOwnRow.run(conversationId, holder).changes > 0;
   }
 
   /** The holder of a lease that is still live: not expired and not provably dead. Read only. */
-  liveHolder(key: string, now: number): string | null {
-    const row = this.selectRow.get(key);
+  liveHolder(conversationId: string, now: number): string | null {
+    const row = this.selectRow.get(conversationId);
     if (!row || row.expires_at <= now || isHolderProvablyDead(row.holder, this.thisHost)) return null;
     return row.holder;
   }
 
-  get(key: string): LeaseRow | null {
-    const row = this.selectRow.get(key);
+  get(conversationId: string): LeaseRow | null {
+    const row = this.selectRow.get(conversationId);
     return row ? { holder: row.holder, acquired_at: row.acquired_at, expires_at: row.expires_at } : null;
   }
 
@@ -110,10 +110,10 @@ export class LeaseSql {
    * another holder throws TurnLeaseLostError (the transaction rolls back, nothing is written);
    * our own expired row is renewed, since nobody else took it.
    */
-  assertHeld(key: string, holder: string, now: number): void {
+  assertHeld(conversationId: string, holder: string, now: number): void {
     if (!this.db.inTransaction) throw new Error("the lease fence must run inside the write transaction");
-    const row = this.selectRow.get(key);
-    if (!row || row.holder !== holder) throw new TurnLeaseLostError(key, holder, row?.holder ?? null);
-    if (row.expires_at <= now) this.renewRow.run(now, key, holder);
+    const row = this.selectRow.get(conversationId);
+    if (!row || row.holder !== holder) throw new TurnLeaseLostError(conversationId, holder, row?.holder ?? null);
+    if (row.expires_at <= now) this.renewRow.run(now, conversationId, holder);
   }
 }

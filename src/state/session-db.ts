@@ -120,12 +120,12 @@ export class SessionDB implements SessionStore {
     const flush = this.db.transaction((sessionId: string, messages: ConversationMessage[], batch: AppendBatchOptions): FlushResult => {
       const now = this.clock();
       const holder = batch.turnLeaseHolder;
-      if (holder !== undefined && holder !== null) this.leases.assertHeld(this.sessions.lineageRoot(sessionId), holder, now);
+      if (holder !== undefined && holder !== null) this.leases.assertHeld(this.sessions.conversationIdOf(sessionId), holder, now);
       if (messages.length > 0 && !this.sessions.has(sessionId)) throw new UnknownSessionError(sessionId);
       const messageIds = this.messages.insertAll(sessionId, messages, now);
-      const completion = batch.extras?.completeInbox;
+      const completion = batch.endRecords?.completeInbox;
       if (completion) this.inbox.completeRows(completion.ids, completion.status ?? "done", completion.reply, null, now);
-      const deliveryIds = batch.extras?.deliveries ? this.deliveries.insertAll(batch.extras.deliveries, now) : [];
+      const deliveryIds = batch.endRecords?.deliveries ? this.deliveries.insertAll(batch.endRecords.deliveries, now) : [];
       return { messageIds, deliveryIds };
     });
     this.flushTransaction = (sessionId, messages, batch) => flush.immediate(sessionId, messages, batch);
@@ -167,8 +167,8 @@ export class SessionDB implements SessionStore {
     }, this.busyRetryDeadlineMs);
   }
 
-  private armTracked(key: string): ArmedWakeup {
-    const armed = armWakeup(this.fileKey, key);
+  private armTracked(conversationId: string): ArmedWakeup {
+    const armed = armWakeup(this.fileKey, conversationId);
     this.activeWakeups.add(armed);
     return {
       wait: (ms) => armed.wait(ms),
@@ -208,12 +208,12 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.sessions.liveForKey(sessionKey) ?? this.ensureForKeyTransaction(sessionKey, newId, input));
   }
 
-  async resolveResumeSessionId(sessionId: string): Promise<string> {
-    return this.run(() => this.sessions.compressionTip(sessionId));
+  async resolveTip(sessionId: string): Promise<string> {
+    return this.run(() => this.sessions.tipOf(sessionId));
   }
 
-  async conversationRootId(sessionId: string): Promise<string> {
-    return this.run(() => this.sessions.lineageRoot(sessionId));
+  async conversationIdOf(sessionId: string): Promise<string> {
+    return this.run(() => this.sessions.conversationIdOf(sessionId));
   }
 
   // ---- messages ----
@@ -253,16 +253,16 @@ export class SessionDB implements SessionStore {
 
   async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    return this.run(() => this.leases.tryAcquire(this.sessions.lineageRoot(sessionId), holder, ttl, this.clock()).acquired);
+    return this.run(() => this.leases.tryAcquire(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()).acquired);
   }
 
   async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
     return waitForLease(
       {
-        resolveKey: () => this.sessions.lineageRoot(sessionId),
-        attempt: (key) => this.leases.tryAcquire(key, holder, ttl, this.clock()),
-        arm: (key) => this.armTracked(key),
+        resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
+        attempt: (conversationId) => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()),
+        arm: (conversationId) => this.armTracked(conversationId),
         nowSeconds: this.clock,
         pollIntervalMs: this.pollIntervalMs,
         assertOpen: () => this.assertOpen(),
@@ -274,25 +274,25 @@ export class SessionDB implements SessionStore {
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = options.ttlSeconds === undefined ? undefined : positiveSeconds(options.ttlSeconds, "ttlSeconds");
-    return this.run(() => this.leases.refresh(this.sessions.lineageRoot(sessionId), holder, ttl, this.clock()));
+    return this.run(() => this.leases.refresh(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()));
   }
 
   async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
-    const { key, released } = await this.run(() => {
-      const root = this.sessions.lineageRoot(sessionId);
-      return { key: root, released: this.leases.release(root, holder) };
+    const { conversationId, released } = await this.run(() => {
+      const conversationId = this.sessions.conversationIdOf(sessionId);
+      return { conversationId, released: this.leases.release(conversationId, holder) };
     });
     if (!released) return;
-    wakeLocalWaiters(this.fileKey, key);
+    wakeLocalWaiters(this.fileKey, conversationId);
     try {
-      this.notifier?.publishRelease(key);
+      this.notifier?.publishRelease(conversationId);
     } catch {
       // Other processes fall back to their poll; the release itself is done.
     }
   }
 
   async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
-    return this.run(() => this.leases.liveHolder(this.sessions.lineageRoot(sessionId), this.clock()));
+    return this.run(() => this.leases.liveHolder(this.sessions.conversationIdOf(sessionId), this.clock()));
   }
 
   onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
@@ -300,7 +300,7 @@ export class SessionDB implements SessionStore {
   }
 
   async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
-    return this.run(() => this.leases.get(this.sessions.lineageRoot(sessionId)));
+    return this.run(() => this.leases.get(this.sessions.conversationIdOf(sessionId)));
   }
 
   // ---- inbox ----

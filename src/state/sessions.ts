@@ -1,6 +1,7 @@
 // Session rows and the compression lineage: a compressed session ends with end_reason
-// 'compression' and its continuation names it as parent. The lineage root is the lease key;
-// the live tip is where a resumed conversation continues.
+// 'compression' and its continuation names it as parent. The root of that chain is the
+// conversation id (the turn lease's key); its tip (the newest session) is where the conversation
+// continues.
 import type { Database, Statement } from "better-sqlite3";
 import type { CreateSessionInput, SessionRow, SessionSummary } from "./types.js";
 
@@ -9,7 +10,7 @@ export const COMPRESSION_END_REASON = "compression";
 /** Guards against a corrupt parent cycle. */
 const MAX_LINEAGE_DEPTH = 10_000;
 
-/** Bound on the ids remembered as their own lineage root; the set starts over when full. */
+/** Bound on the ids remembered as their own conversation id; the set starts over when full. */
 const MAX_KNOWN_ROOTS = 50_000;
 
 interface ParentLink {
@@ -33,9 +34,9 @@ export class SessionSql {
   private readonly selectCompressedForKey: Statement<[string], { id: string }>;
   private readonly exists: Statement<[string], { one: number }>;
   /**
-   * Sessions whose stored row has no parent: their own lineage root for good, since a row's
+   * Sessions whose stored row has no parent: their own conversation id for good, since a row's
    * parent is set only when it is created and rows are never deleted. Saves the lookups a turn
-   * repeats (lease key, fence, release).
+   * repeats (lease, fence, release).
    */
   private readonly knownRoots = new Set<string>();
 
@@ -122,7 +123,7 @@ export class SessionSql {
     if (live) return live;
     const compressed = this.selectCompressedForKey.get(sessionKey)?.id;
     if (compressed) {
-      const tip = this.get(this.compressionTip(compressed));
+      const tip = this.get(this.tipOf(compressed));
       if (tip && tip.ended_at === null) return tip;
     }
     return this.create(newId, { ...input, sessionKey }, now);
@@ -137,8 +138,11 @@ export class SessionSql {
     return this.list.all(limit);
   }
 
-  /** Walk parent_session_id up while the parent ended with 'compression'. No row: the id itself. */
-  lineageRoot(id: string): string {
+  /**
+   * The conversation id: walk parent_session_id up while the parent ended with 'compression'.
+   * No row: the id itself.
+   */
+  conversationIdOf(id: string): string {
     if (this.knownRoots.has(id)) return id;
     let current = id;
     const seen = new Set<string>([current]);
@@ -161,8 +165,8 @@ export class SessionSql {
     this.knownRoots.add(id);
   }
 
-  /** Follow compression children down to the live tip (the newest child at each step). */
-  compressionTip(id: string): string {
+  /** The tip: follow compression children down (the newest child at each step). */
+  tipOf(id: string): string {
     let current = id;
     const seen = new Set<string>([current]);
     for (let depth = 0; depth < MAX_LINEAGE_DEPTH; depth++) {

@@ -104,15 +104,18 @@ export interface LeaseAcquireOptions {
   shouldAbort?: () => boolean;
 }
 
-/** Extra writes done in the same transaction as a fenced message flush (the end of a turn). */
-export interface FlushExtras {
+/**
+ * What a turn's final flush records beside its messages, in the same fenced transaction: the
+ * inbox rows it answered, and its replies in the deliveries ledger.
+ */
+export interface TurnEndRecords {
   /** Inbox rows consumed by this turn: marked done, with the reply text. */
   completeInbox?: { ids: number[]; reply: string | null; status?: "done" | "failed" | "interrupted" };
   /** Outbound replies to record in the deliveries ledger (pending). */
   deliveries?: DeliveryInsert[];
 }
 
-/** What a fenced flush wrote: message row ids in order, and the deliveries its extras created. */
+/** What a fenced flush wrote: message row ids in order, and the deliveries its end records created. */
 export interface FlushResult {
   messageIds: number[];
   deliveryIds: number[];
@@ -121,7 +124,7 @@ export interface FlushResult {
 export interface AppendBatchOptions {
   /** Fence: the write happens only if this holder owns the session's turn lease. */
   turnLeaseHolder?: string | null;
-  extras?: FlushExtras;
+  endRecords?: TurnEndRecords;
 }
 
 // ---- inbox (durable ingress) ----
@@ -250,15 +253,21 @@ export interface SessionStore extends InboxStore, DeliveryStore {
   appendMessage(sessionId: string, message: ConversationMessage): Promise<number>;
   /** All-or-nothing; returns the new row ids in order. Fenced when `turnLeaseHolder` is given. */
   appendMessagesBatch(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<number[]>;
-  /** appendMessagesBatch that also returns the ids of the deliveries created by `extras` (to enqueue them). */
+  /** appendMessagesBatch that also returns the ids of the deliveries created by `endRecords` (to enqueue them). */
   flushTurn(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<FlushResult>;
   getMessages(sessionId: string): Promise<MessageRow[]>;
   getMessagesAsConversation(sessionId: string, options?: ConversationReadOptions): Promise<ConversationMessage[]>;
   hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean>;
-  resolveResumeSessionId(sessionId: string): Promise<string>;
-  /** The compression-lineage root: the lease key of every session in the chain. */
-  conversationRootId(sessionId: string): Promise<string>;
+  /** The tip: the newest session of the session's compacted chain (the session itself when none). */
+  resolveTip(sessionId: string): Promise<string>;
+  /**
+   * The conversation id: the root of the session's compression chain, shared by every session of
+   * the chain (the session's own id when it has no row or no compressed parent).
+   */
+  conversationIdOf(sessionId: string): Promise<string>;
 
+  // The turn lease is one per conversation. These take any session of the conversation (its
+  // conversation id included) and lease the conversation it belongs to; `holder` names the turn.
   tryAcquireSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;
   acquireSessionTurnLease(sessionId: string, holder: string, options?: LeaseAcquireOptions): Promise<boolean>;
   refreshSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;

@@ -1,4 +1,4 @@
-// The gateway's hooks: input read under the lease (the inbox head), extras written in the same
+// The gateway's hooks: input read under the lease (the inbox head), end records written in the same
 // transaction as the reply, skips, and inputs a crashed turn already stored.
 import { afterEach, describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
@@ -35,7 +35,7 @@ function inboxHead(db: SessionDB, limit = 1): (ctx: { sessionId: string }) => Pr
         platformMessageId: row.platform_message_id,
         displayKind: "text",
       })),
-      finalExtras: ({ status, finalResponse }) => ({
+      endRecords: ({ status, finalResponse }) => ({
         completeInbox: { ids: pending.map((row) => row.id), reply: finalResponse, status },
         deliveries: [{ platform: "webhook", sessionId, target: { url: "http://127.0.0.1/hook" }, text: finalResponse, inboxId: pending[0].id }],
       }),

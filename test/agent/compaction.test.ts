@@ -1,5 +1,5 @@
 // Compaction: older messages become a summary at the start of a child session; the parent ends
-// with 'compression', the chain resolves to the child, and the lease key stays the root.
+// with 'compression', the chain resolves to the child (its tip), and the conversation id stays the root.
 import { afterEach, describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import { COMPACTION_SUMMARY_KIND } from "../../src/agent/compaction.js";
@@ -36,9 +36,9 @@ describe("compaction", () => {
     const provider = new ScriptedProvider([
       reply("SUMMARY: six messages about x"),
       async (_request: CompletionRequest) => {
-        during.tipLease = (await db.getSessionTurnLease(agent?.sessionId ?? ""))?.holder ?? null;
+        during.tipLease = (await db.getSessionTurnLease(agent?.lastTurn?.sessionId ?? ""))?.holder ?? null;
         during.rootLease = (await db.getSessionTurnLease("root"))?.holder ?? null;
-        during.holder = agent?.activeSessionTurnLeaseHolder ?? null;
+        during.holder = agent?.lastTurn?.holder ?? null;
         return reply("final answer");
       },
     ]);
@@ -65,8 +65,8 @@ describe("compaction", () => {
     // The chain.
     expect(await db.getSession("root")).toMatchObject({ end_reason: "compression" });
     expect(await db.getSession(child)).toMatchObject({ parent_session_id: "root", source: "slack", session_key: "slack:T1:C1", chat_id: "C1" });
-    expect(await db.resolveResumeSessionId("root")).toBe(child);
-    expect(await db.conversationRootId(child)).toBe("root");
+    expect(await db.resolveTip("root")).toBe(child);
+    expect(await db.conversationIdOf(child)).toBe("root");
 
     // The summary request, then the model sees summary + recent + new input.
     expect(provider.requests[0].tools).toBeUndefined();
@@ -84,7 +84,7 @@ describe("compaction", () => {
     expect(rows.map((row) => (row.content ?? "").slice(0, 9))).toEqual(["[Summary ", "message 4", "message 5", "new quest", "final ans"]);
     expect(rows[1].platform_message_id).toBe("p-4");
 
-    // One lease key for the whole chain, held by this turn, released after.
+    // One lease (the conversation id) for the whole chain, held by this turn, released after.
     expect(during.holder).toMatch(/^pid=/);
     expect(during.tipLease).toBe(during.holder);
     expect(during.rootLease).toBe(during.holder);

@@ -59,7 +59,7 @@ describe("waiting for the lease", () => {
     expect(first.interruptMessage).toBe("follow-up while waiting");
     expect(first.messages.at(-1)).toMatchObject({ role: "user", content: "original", [PERSIST_AFTER_ADMISSION_INTERRUPT]: true });
     expect(provider.requests).toHaveLength(0);
-    expect(agent.interruptRequested).toBe(false);
+    expect(agent.lastTurn?.interruptRequested).toBe(false);
     expect((await db.getSessionTurnLease("s1"))?.holder).toBe(OTHER);
 
     // The other worker finishes; the follow-up turn stores the carried input and its own, once.

@@ -182,7 +182,7 @@ describe("the model/tool loop", () => {
     const count = deltas.length;
     await sleep(120);
     expect(events.filter((event) => event.kind === "delta")).toHaveLength(count);
-    expect(agent.interruptRequested).toBe(false);
+    expect(agent.lastTurn?.interruptRequested).toBe(false);
   });
 
   it("a hard interrupt stops a streaming call within a second and discards the partial text", async () => {
@@ -242,13 +242,10 @@ describe("the model/tool loop", () => {
   it("stores content and api_content apart, and sends the model the api text", async () => {
     const provider = new ScriptedProvider([reply("ok")]);
     const { db, agent } = harness(provider);
-    await agent.runConversation("[Mon 12:00] hi", {
-      conversationHistory: [],
-      persistUserMessage: "hi",
-      persistUserPlatformId: "m-1",
-      persistUserDisplayKind: "text",
-      persistUserDisplayMetadata: { author: "ann" },
-    });
+    await agent.runConversation(
+      { text: "hi", apiText: "[Mon 12:00] hi", platformMessageId: "m-1", displayKind: "text", displayMetadata: { author: "ann" } },
+      { conversationHistory: [] },
+    );
     expect(provider.requests[0].messages.at(-1)).toEqual({ role: "user", content: "[Mon 12:00] hi" });
     const [user] = await db.getMessages("s1");
     expect(user).toMatchObject({
@@ -266,7 +263,7 @@ describe("the model/tool loop", () => {
     const provider = new ScriptedProvider([
       async () => {
         // Another worker takes the lease while the model is thinking.
-        const holder = agent.activeSessionTurnLeaseHolder ?? "";
+        const holder = agent.lastTurn?.holder ?? "";
         await db.releaseSessionTurnLease("s1", holder);
         thief = live?.open() ?? null;
         await thief?.tryAcquireSessionTurnLease("s1", "pid=2:turn=thief", { ttlSeconds: 30 });
@@ -279,7 +276,7 @@ describe("the model/tool loop", () => {
 
     expect(result.failed).toBe(true);
     expect(result.failureReason).toBe("turn_lease");
-    expect(agent.lastPersistenceErrorCause).toBe("turn_lease");
+    expect(agent.lastTurn?.leaseLost).toBe(true);
     expect(await stored(db)).toEqual([["user", "hello"]]);
     expect((await db.getSessionTurnLease("s1"))?.holder).toBe("pid=2:turn=thief");
   });
@@ -289,7 +286,7 @@ describe("the model/tool loop", () => {
     const { db, agent } = harness(provider, { persist: false });
     let leaseDuringTurn: unknown = "unset";
     agent.onEvent = (event) => {
-      if (event.kind === "turn.started") leaseDuringTurn = agent.activeSessionTurnLeaseHolder;
+      if (event.kind === "turn.started") leaseDuringTurn = agent.lastTurn?.holder;
     };
     const result = await agent.runConversation("hi", { conversationHistory: [] });
     expect(result.finalResponse).toBe("ephemeral");

@@ -1,6 +1,7 @@
 // The seed's turn admission scenarios that need a live SessionDB (two instances on one file).
 import { afterEach, describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
+import { Turn } from "../../src/agent/turn.js";
 import type { LoopResult, RunLoop } from "../../src/agent/turn-types.js";
 import type { ConversationMessage, LeaseAcquireOptions } from "../../src/state/types.js";
 import { latch, within } from "./support/async.js";
@@ -51,8 +52,7 @@ describe("turn admission on a live SessionDB", () => {
     const provider = new ScriptedProvider();
     const agentA = new Agent({ store: dbA, provider, sessionId: "client-id", platform: "api_server" });
     agentA.runLoop = fakeRun(agentA);
-    const agentB = new Agent({ store: dbB, provider, sessionId: "client-id", platform: "api_server" });
-    agentB.sessionRowKnown = true;
+    const agentB = new Agent({ store: dbB, provider, sessionId: "client-id", platform: "api_server", sessionRowKnown: true });
     agentB.runLoop = fakeRun(agentB);
 
     // B either starts waiting on the lease or, unserialized, runs to the end.
@@ -102,22 +102,23 @@ describe("turn admission on a live SessionDB", () => {
     expect(await first.tryAcquireSessionTurnLease("shared", staleHolder, { ttlSeconds: 5 })).toBe(true);
 
     const agent = new Agent({ store: first, provider: new ScriptedProvider(), sessionId: "shared", platform: "test" });
-    agent.sessionRowKnown = true;
-    agent.activeSessionTurnLeaseHolder = staleHolder;
+    // The stale turn, outside runConversation: its flush is fenced by the holder it was admitted with.
+    const turn = new Turn(agent, { sessionId: "shared", sessionRowKnown: true });
+    turn.holdLease("shared", staleHolder);
     const owned: ConversationMessage[] = [{ role: "user", content: "stale-owned" }];
-    expect(await agent.flushMessagesToSessionDb(owned, [])).toBe(true);
+    expect((await turn.flush(owned, [])).kind).toBe("ok");
     expect((await first.getMessages("shared")).map((m) => m.content)).toEqual(["stale-owned"]);
 
     await first.releaseSessionTurnLease("shared", staleHolder);
     expect(await second.tryAcquireSessionTurnLease("shared", nextHolder, { ttlSeconds: 5 })).toBe(true);
 
     const late: ConversationMessage[] = [{ role: "assistant", content: "late stale reply" }];
-    expect(await agent.flushMessagesToSessionDb(late, [])).toBe(false);
-    expect(agent.lastPersistenceErrorCause).toBe("turn_lease");
+    expect((await turn.flush(late, [])).kind).toBe("leaseLost");
+    expect(turn.leaseLost).toBe(true);
     expect((await second.getMessages("shared")).map((m) => m.content)).toEqual(["stale-owned"]);
 
-    agent.activeSessionTurnLeaseHolder = nextHolder;
-    expect(await agent.flushMessagesToSessionDb(late, [])).toBe(true);
+    turn.holdLease("shared", nextHolder);
+    expect((await turn.flush(late, [])).kind).toBe("ok");
     expect((await second.getMessages("shared")).map((m) => m.content)).toEqual(["stale-owned", "late stale reply"]);
     await second.releaseSessionTurnLease("shared", nextHolder);
   });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import { PERSIST_AFTER_ADMISSION_INTERRUPT } from "../../src/agent/messages.js";
+import { Turn } from "../../src/agent/turn.js";
 import type { InterruptOptions, LoopResult } from "../../src/agent/turn-types.js";
 import type { StatusKind } from "../../src/agent/types.js";
 import type { AppendBatchOptions, ConversationMessage, LeaseAcquireOptions } from "../../src/state/types.js";
@@ -10,10 +11,8 @@ import { latch, sleep, within } from "./support/async.js";
 import { ScriptedProvider } from "./support/scripted-provider.js";
 import { StubStore } from "./support/stub-store.js";
 
-function agentWithDb(db: StubStore, { sessionId = "stale-parent", platform = "desktop" } = {}): Agent {
-  const agent = new Agent({ store: db, provider: new ScriptedProvider(), sessionId, platform });
-  agent.sessionRowKnown = true;
-  return agent;
+function agentWithDb(db: StubStore, { sessionId = "stale-parent", platform = "desktop", sessionRowKnown = true } = {}): Agent {
+  return new Agent({ store: db, provider: new ScriptedProvider(), sessionId, platform, sessionRowKnown });
 }
 
 function okLoop(history: ConversationMessage[], finalResponse = "ok"): LoopResult {
@@ -24,13 +23,13 @@ function databaseLocked(): Error {
   return Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
 }
 
-/** Records interrupt calls the way the seed's track_interrupt does. */
+/** Records interrupt calls the way the seed's track_interrupt does (and interrupts, softly). */
 function trackInterrupts(agent: Agent): Array<[string | null | undefined, boolean | undefined]> {
   const calls: Array<[string | null | undefined, boolean | undefined]> = [];
+  const interrupt = agent.interrupt;
   agent.interrupt = (message?: string | null, options?: InterruptOptions) => {
     calls.push([message, options?.hardCancel]);
-    agent.interruptRequested = true;
-    agent.interruptMessage = message ?? null;
+    void interrupt(message);
   };
   return calls;
 }
@@ -39,7 +38,7 @@ function trackInterrupts(agent: Agent): Array<[string | null | undefined, boolea
 async function loopUntilInterrupted(agent: Agent, history: ConversationMessage[], what: string): Promise<LoopResult> {
   const deadline = Date.now() + 2_000;
   while (Date.now() < deadline) {
-    if (agent.interruptRequested) {
+    if (agent.lastTurn?.interruptRequested) {
       return { finalResponse: "", messages: history, apiCalls: 0, completed: false, interrupted: true };
     }
     await sleep(10);
@@ -58,9 +57,9 @@ describe("turn admission", () => {
       const statusEvents: Array<[StatusKind, string]> = [];
       agent.statusCallback = (kind, text) => statusEvents.push([kind, text]);
       const observed: Record<string, unknown> = {};
-      agent.runLoop = async (_message, _system, history) => {
+      agent.runLoop = async (_message, _system, history, { turn }) => {
         observed.history = history;
-        observed.sessionId = agent.sessionId;
+        observed.sessionId = turn.sessionId;
         return okLoop(history);
       };
       db.acquireSessionTurnLease = async (sessionId: string, holder: string, options?: LeaseAcquireOptions) => {
@@ -101,9 +100,9 @@ describe("turn admission", () => {
       return true;
     };
     const observed: Record<string, unknown> = {};
-    agent.runLoop = async (_message, _system, history) => {
+    agent.runLoop = async (_message, _system, history, { turn }) => {
       observed.history = history;
-      observed.sessionId = agent.sessionId;
+      observed.sessionId = turn.sessionId;
       return okLoop(history);
     };
 
@@ -145,12 +144,11 @@ describe("turn admission", () => {
       return true;
     };
     db.getMessagesAsConversation = async () => reloadRows.map((message) => ({ ...message }));
-    const agent = agentWithDb(db, { sessionId: "client-id", platform: "api_server" });
-    agent.sessionRowKnown = false;
+    const agent = agentWithDb(db, { sessionId: "client-id", platform: "api_server", sessionRowKnown: false });
     const observed: { history?: ConversationMessage[]; rowKnown?: boolean } = {};
-    agent.runLoop = async (_message, _system, history) => {
+    agent.runLoop = async (_message, _system, history, { turn }) => {
       observed.history = history;
-      observed.rowKnown = agent.sessionRowKnown;
+      observed.rowKnown = turn.sessionRowKnown;
       return okLoop(history);
     };
     const carried: ConversationMessage = { role: "user", content: "carried", [PERSIST_AFTER_ADMISSION_INTERRUPT]: true };
@@ -195,8 +193,7 @@ describe("turn admission", () => {
       db.events.push(["acquire", sessionId, holder]);
       const shouldAbort = options?.shouldAbort;
       expect(typeof shouldAbort).toBe("function");
-      agent.interruptRequested = true;
-      agent.interruptMessage = "follow-up while waiting";
+      agent.interrupt("follow-up while waiting");
       expect(shouldAbort?.()).toBe(true);
       return false;
     };
@@ -204,14 +201,17 @@ describe("turn admission", () => {
       throw new Error("turn must not start when lease wait is aborted");
     };
 
-    const result = await agent.runConversation("[Monday 12:00] new message", {
-      conversationHistory: [{ role: "user", content: "stale" }],
-      persistUserMessage: "new message",
-      persistUserTimestamp: 123.0,
-      persistUserDisplayKind: "internal_notification",
-      persistUserDisplayMetadata: { kind: "test" },
-      persistUserPlatformId: "platform-1",
-    });
+    const result = await agent.runConversation(
+      {
+        text: "new message",
+        apiText: "[Monday 12:00] new message",
+        timestamp: 123.0,
+        displayKind: "internal_notification",
+        displayMetadata: { kind: "test" },
+        platformMessageId: "platform-1",
+      },
+      { conversationHistory: [{ role: "user", content: "stale" }] },
+    );
 
     expect(result.interrupted).toBe(true);
     expect(result.failed).not.toBe(true);
@@ -229,8 +229,8 @@ describe("turn admission", () => {
     });
     expect(String(result.error ?? "")).not.toContain("session_turn_lease_timeout");
     expect(db.eventNames()).toEqual(["acquire"]);
-    expect(agent.interruptRequested).toBe(false);
-    expect(agent.interruptMessage).toBeNull();
+    expect(agent.lastTurn?.interruptRequested).toBe(false);
+    expect(agent.lastTurn?.interruptMessage).toBeNull();
   });
 
   it("preAdmissionUserRowInHistoryIsFlushedOnce", async () => {
@@ -246,8 +246,9 @@ describe("turn admission", () => {
     const history = [persisted, interrupted];
     const messages = [...history, current];
 
-    expect(await agent.flushMessagesToSessionDb(messages, history)).toBe(true);
-    expect(await agent.flushMessagesToSessionDb(messages, history)).toBe(true);
+    const turn = new Turn(agent, { sessionId: agent.sessionId, sessionRowKnown: agent.sessionRowKnown });
+    expect((await turn.flush(messages, history)).kind).toBe("ok");
+    expect((await turn.flush(messages, history)).kind).toBe("ok");
 
     const appends = db.events.filter((event) => event[0] === "append");
     expect(appends).toHaveLength(1);
@@ -265,8 +266,7 @@ describe("turn admission", () => {
     db.acquireSessionTurnLease = async (sessionId: string, holder: string, options?: LeaseAcquireOptions) => {
       db.events.push(["acquire", sessionId, holder]);
       if (turn === 0) {
-        agent.interruptRequested = true;
-        agent.interruptMessage = "follow-up while waiting";
+        agent.interrupt("follow-up while waiting");
         expect(options?.shouldAbort?.()).toBe(true);
         return false;
       }
@@ -284,7 +284,7 @@ describe("turn admission", () => {
       conversationHistory: [{ role: "user", content: "stale" }],
     });
     expect(second.finalResponse).toBe("ok");
-    expect(agent.interruptRequested).toBe(false);
+    expect(agent.lastTurn?.interruptRequested).toBe(false);
   });
 
   it("carriedInputSurvivesWaitedReloadOnFollowUpTurn", async () => {
@@ -294,8 +294,7 @@ describe("turn admission", () => {
     db.acquireSessionTurnLease = async (sessionId: string, holder: string, options?: LeaseAcquireOptions) => {
       db.events.push(["acquire", sessionId, holder]);
       if (turn === 0) {
-        agent.interruptRequested = true;
-        agent.interruptMessage = "follow-up while waiting";
+        agent.interrupt("follow-up while waiting");
         return false;
       }
       options?.onWait?.(0); // the follow-up also has to wait before admission
@@ -369,12 +368,12 @@ describe("turn admission", () => {
     const interruptStarted = latch();
     const calls: Array<[string | null | undefined, boolean | undefined]> = [];
     // An interrupt that is still under way when the loop returns.
+    const interrupt = agent.interrupt;
     agent.interrupt = async (message?: string | null, options?: InterruptOptions) => {
       calls.push([message, options?.hardCancel]);
       interruptStarted.resolve();
       await within(releaseRefresh.promise, 2_000);
-      agent.interruptRequested = true;
-      agent.interruptMessage = message ?? null;
+      await interrupt(message);
     };
     db.refreshSessionTurnLease = async () => {
       refreshStarted.resolve();
@@ -396,8 +395,8 @@ describe("turn admission", () => {
     expect(result.finalResponse).toBe("ok");
     expect(calls).toHaveLength(1);
     expect(calls[0][1]).toBe(true);
-    expect(agent.interruptRequested).toBe(false);
-    expect(agent.interruptMessage).toBeNull();
+    expect(agent.lastTurn?.interruptRequested).toBe(false);
+    expect(agent.lastTurn?.interruptMessage).toBeNull();
 
     // And the next turn runs to completion.
     db.refreshSessionTurnLease = async () => true;
@@ -436,7 +435,7 @@ describe("turn admission", () => {
     expect(released.settled).toBe(true);
     expect(result.finalResponse).toBe("ok");
     expect(calls).toEqual([]);
-    expect(agent.interruptRequested).toBe(false);
+    expect(agent.lastTurn?.interruptRequested).toBe(false);
   });
 
   it("runConversationExposesHolderForFencedFlush", async () => {
@@ -461,15 +460,16 @@ describe("turn admission", () => {
       options?.onWait?.(0);
       return true;
     };
-    agent.runLoop = async (_message, _system, history) => {
-      captured.active = agent.activeSessionTurnLeaseHolder;
-      captured.flushOk = await agent.flushMessagesToSessionDb(
+    agent.runLoop = async (_message, _system, history, { turn }) => {
+      captured.active = turn.holder;
+      const flushed = await turn.flush(
         [
           { role: "user", content: "hi" },
           { role: "assistant", content: "done" },
         ],
         [],
       );
+      captured.flushOk = flushed.kind === "ok";
       return okLoop(history, "done");
     };
 
@@ -484,7 +484,7 @@ describe("turn admission", () => {
     expect(captured.turnLeaseHolder).toBe(captured.active);
     expect(captured.sessionId).toBe("compressed-tip");
     expect(captured.count).toBe(2);
-    expect(agent.activeSessionTurnLeaseHolder).toBeNull();
+    expect(agent.lastTurn?.holder).toBeNull();
     expect(db.eventNames()).toEqual(["acquire", "resolve", "reload", "release"]);
   });
 });

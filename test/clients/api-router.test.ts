@@ -58,7 +58,7 @@ beforeAll(async () => {
         // Each test gets a fresh scripted ingress; the router reaches it through these.
         ingress: { accept: (m) => ingress.accept(m), waitForOutcome: (id, ms) => ingress.waitForOutcome(id, ms), interrupt: async () => undefined },
         store: {
-          conversationRootId: (id) => ingress.storeView().conversationRootId(id),
+          conversationIdOf: (id) => ingress.storeView().conversationIdOf(id),
           getInboxRow: (id) => ingress.storeView().getInboxRow(id),
           findInboxRow: (platform, messageId) => ingress.storeView().findInboxRow(platform, messageId),
         },

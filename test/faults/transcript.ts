@@ -4,7 +4,7 @@ import type { SessionStore } from "../../src/state/types.js";
 
 /** Problems found in one session's transcript; empty when it is right. */
 export async function transcriptProblems(store: SessionStore, sessionId: string, expectedTexts: string[]): Promise<string[]> {
-  const rows = await store.getMessages(await store.resolveResumeSessionId(sessionId));
+  const rows = await store.getMessages(await store.resolveTip(sessionId));
   const problems: string[] = [];
   const turns = rows.filter((m) => m.role === "user" || (m.role === "assistant" && m.content));
   const users = turns.filter((m) => m.role === "user").map((m) => m.content ?? "");

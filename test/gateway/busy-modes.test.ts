@@ -37,7 +37,7 @@ describe("busy modes", () => {
     expect(o1.reply ?? "").not.toContain("word19");
     expect(o2.status).toBe("done");
     expect(o2.reply).toContain("the newer message");
-    const rows = await gateway.store.getMessages(await gateway.store.resolveResumeSessionId(first.sessionId));
+    const rows = await gateway.store.getMessages(await gateway.store.resolveTip(first.sessionId));
     expect(rows.filter((m) => m.role === "user").map((m) => m.content)).toEqual([SLOW, "the newer message"]);
   }, 40_000);
 
@@ -62,7 +62,7 @@ describe("busy modes", () => {
     const outcomes = await Promise.all(later.map((r) => (r.status === "accepted" ? gateway.ingress.waitForOutcome(r.inboxId, 20_000) : Promise.reject(new Error("x")))));
     // One turn answered all three: the same reply for each, written once.
     expect(new Set(outcomes.map((o) => o.reply)).size).toBe(1);
-    const rows = await gateway.store.getMessages(await gateway.store.resolveResumeSessionId(first.sessionId));
+    const rows = await gateway.store.getMessages(await gateway.store.resolveTip(first.sessionId));
     expect(rows.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["one two three four five six", "red", "green", "blue"]);
     expect(rows.filter((m) => m.role === "assistant")).toHaveLength(2);
   }, 40_000);

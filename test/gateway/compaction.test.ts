@@ -25,10 +25,10 @@ describe("compaction in the gateway", () => {
       expect(outcome.status).toBe("done");
       expect(outcome.reply).toContain(`message ${inboxIds.length - 1}:`);
     }
-    const tip = await store.resolveResumeSessionId("compact-me");
+    const tip = await store.resolveTip("compact-me");
     expect(tip).not.toBe("compact-me");
     expect((await store.getSession("compact-me"))?.end_reason).toBe("compression");
-    expect(await store.conversationRootId(tip)).toBe("compact-me");
+    expect(await store.conversationIdOf(tip)).toBe("compact-me");
     const child = await store.getMessages(tip);
     expect(child.some((m) => m.display_kind === "compaction_summary")).toBe(true);
     expect(child.at(-1)?.content).toContain("message 7:");

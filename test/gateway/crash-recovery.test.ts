@@ -47,7 +47,7 @@ describe("a worker killed mid-turn", () => {
     expect(outcome1.reply).toContain("twelve");
     expect(outcome2.reply).toContain("after the crash");
 
-    const rows = await store.getMessages(await store.resolveResumeSessionId(conversation));
+    const rows = await store.getMessages(await store.resolveTip(conversation));
     const users = rows.filter((m) => m.role === "user").map((m) => m.content);
     expect(users).toEqual(["one two three four five six seven eight nine ten eleven twelve", "after the crash"]);
     const answers = rows.filter((m) => m.role === "assistant").map((m) => m.content);

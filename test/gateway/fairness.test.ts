@@ -33,7 +33,7 @@ describe("fairness between sessions", () => {
     if (last.status !== "accepted") throw new Error("not accepted");
     await ingress.waitForOutcome(last.inboxId, 30_000);
     await waitFor(async () => (await store.pendingInbox(first.sessionId, 1)).length === 0, 10_000, "the flood to drain");
-    const rows = await store.getMessages(await store.resolveResumeSessionId(first.sessionId));
+    const rows = await store.getMessages(await store.resolveTip(first.sessionId));
     expect(rows.filter((m) => m.role === "user").map((m) => m.content)).toEqual(Array.from({ length: 30 }, (_, i) => `flood message number ${i}`));
     expect(rows.filter((m) => m.role === "assistant")).toHaveLength(30);
   }, 60_000);

@@ -45,7 +45,7 @@ describe("two worker processes on one database", () => {
 
     for (let s = 0; s < SESSIONS; s++) {
       const sessionId = sessionIds.get(s) as string;
-      const tip = await store.resolveResumeSessionId(sessionId);
+      const tip = await store.resolveTip(sessionId);
       const rows = await store.getMessages(tip);
       const users = rows.filter((m) => m.role === "user").map((m) => m.content);
       expect(users).toEqual(Array.from({ length: PER_SESSION }, (_, i) => `s${s} m${i}`));
@@ -88,7 +88,7 @@ describe("two worker processes on one database", () => {
     const outcome = await ingress.gateway.ingress.waitForOutcome(first.inboxId, 30_000);
     expect(outcome.reply).toContain("only once please");
     await new Promise((r) => setTimeout(r, 500));
-    const rows = await ingress.gateway.store.getMessages(await ingress.gateway.store.resolveResumeSessionId(first.sessionId));
+    const rows = await ingress.gateway.store.getMessages(await ingress.gateway.store.resolveTip(first.sessionId));
     expect(rows.filter((m) => m.role === "user")).toHaveLength(1);
     expect(rows.filter((m) => m.role === "assistant")).toHaveLength(1);
   }, 60_000);

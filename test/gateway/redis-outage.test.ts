@@ -50,7 +50,7 @@ describe("Redis outage during ingress", () => {
       const outcome = await gw.gateway.ingress.waitForOutcome(r.inboxId, 60_000);
       expect(outcome.status).toBe("done");
     }
-    const rows = await gw.gateway.store.getMessages(await gw.gateway.store.resolveResumeSessionId(ok.sessionId));
+    const rows = await gw.gateway.store.getMessages(await gw.gateway.store.resolveTip(ok.sessionId));
     const users = rows.filter((m) => m.role === "user").map((m) => m.content);
     expect(users).toEqual(["before the outage", "during 0", "during 1", "during 2", "during 3", "during 4"]);
     expect(rows.filter((m) => m.role === "assistant")).toHaveLength(6);

@@ -41,7 +41,7 @@ describe("fenced appends", () => {
     expect(await db.getMessages("s")).toEqual([]);
   });
 
-  it("another holder's lease rejects the batch and its extras: no messages, inbox untouched, no deliveries", async () => {
+  it("another holder's lease rejects the batch and its end records: no messages, inbox untouched, no deliveries", async () => {
     const db = store.open();
     await db.createSession("s", { source: "t" });
     const { row } = await db.recordInbound({ platform: "slack", platformMessageId: "m1", sessionId: "s", payload: { text: "q" } });
@@ -49,7 +49,7 @@ describe("fenced appends", () => {
     const err = await lostError(
       db.flushTurn("s", [{ role: "user", content: "q" }, { role: "assistant", content: "answer" }], {
         turnLeaseHolder: "A",
-        extras: {
+        endRecords: {
           completeInbox: { ids: [row.id], reply: "answer" },
           deliveries: [{ platform: "slack", sessionId: "s", target: { channel: "C1" }, text: "answer", inboxId: row.id }],
         },
@@ -68,7 +68,7 @@ describe("fenced appends", () => {
     await db.tryAcquireSessionTurnLease("s", "A");
     const result = await db.flushTurn("s", [{ role: "user", content: "q" }, { role: "assistant", content: "answer" }], {
       turnLeaseHolder: "A",
-      extras: {
+      endRecords: {
         completeInbox: { ids: [row.id], reply: "answer" },
         deliveries: [{ platform: "slack", sessionId: "s", target: { channel: "C1" }, text: "answer", inboxId: row.id }],
       },
@@ -106,7 +106,7 @@ describe("fenced appends", () => {
     expect(contents(await db.getMessages("s"))).toEqual(["B's turn"]);
   });
 
-  it("fences a compressed tip by the lineage root's lease", async () => {
+  it("fences a tip by its conversation's lease", async () => {
     const db = store.open();
     await db.createSession("root", { source: "t" });
     await db.endSession("root", "compression");

@@ -74,7 +74,7 @@ describe("tryAcquireSessionTurnLease", () => {
     }
   });
 
-  it("keys the lease by the compression-lineage root, so every session of a chain shares it", async () => {
+  it("keys the lease by the conversation id (the chain's root), so every session of a chain shares it", async () => {
     const db = store.open();
     await db.createSession("root", { source: "t" });
     await db.endSession("root", "compression");

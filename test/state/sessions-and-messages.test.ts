@@ -138,38 +138,38 @@ describe("compression lineage", () => {
     await db.createSession("after", { source: "t", parentSessionId: "tip" });
   }
 
-  it("the root (lease key) is the same for every session of a compression chain", async () => {
+  it("the conversation id (the lease is keyed by it) is the same for every session of a compression chain", async () => {
     const db = store.open();
     await chain(db);
-    for (const id of ["root", "mid", "tip"]) expect(await db.conversationRootId(id)).toBe("root");
+    for (const id of ["root", "mid", "tip"]) expect(await db.conversationIdOf(id)).toBe("root");
     // The parent ended with 'reset', not 'compression': a new conversation starts here.
-    expect(await db.conversationRootId("after")).toBe("after");
+    expect(await db.conversationIdOf("after")).toBe("after");
     // A session with no row yet is its own root.
-    expect(await db.conversationRootId("client-id")).toBe("client-id");
+    expect(await db.conversationIdOf("client-id")).toBe("client-id");
   });
 
   it("a root read earlier follows rows created later and parents compressed later", async () => {
     const db = store.open();
     await db.createSession("p", { source: "t" });
-    expect(await db.conversationRootId("late")).toBe("late");
-    expect(await db.conversationRootId("p")).toBe("p");
+    expect(await db.conversationIdOf("late")).toBe("late");
+    expect(await db.conversationIdOf("p")).toBe("p");
     await db.createSession("c", { source: "t", parentSessionId: "p" });
     // The parent has not ended yet: the child is its own root until the parent ends in compression.
-    expect(await db.conversationRootId("c")).toBe("c");
+    expect(await db.conversationIdOf("c")).toBe("c");
     await db.endSession("p", "compression");
-    expect(await db.conversationRootId("c")).toBe("p");
+    expect(await db.conversationIdOf("c")).toBe("p");
     await db.createSession("late", { source: "t", parentSessionId: "p" });
-    expect(await db.conversationRootId("late")).toBe("p");
-    expect(await db.conversationRootId("p")).toBe("p");
+    expect(await db.conversationIdOf("late")).toBe("p");
+    expect(await db.conversationIdOf("p")).toBe("p");
   });
 
-  it("resolveResumeSessionId walks compression children down to the tip and stops at other end reasons", async () => {
+  it("resolveTip walks compression children down to the tip and stops at other end reasons", async () => {
     const db = store.open();
     await chain(db);
-    expect(await db.resolveResumeSessionId("root")).toBe("tip");
-    expect(await db.resolveResumeSessionId("mid")).toBe("tip");
-    expect(await db.resolveResumeSessionId("tip")).toBe("tip");
-    expect(await db.resolveResumeSessionId("unknown")).toBe("unknown");
+    expect(await db.resolveTip("root")).toBe("tip");
+    expect(await db.resolveTip("mid")).toBe("tip");
+    expect(await db.resolveTip("tip")).toBe("tip");
+    expect(await db.resolveTip("unknown")).toBe("unknown");
   });
 
   it("picks the newest compression child when there are several", async () => {
@@ -181,7 +181,7 @@ describe("compression lineage", () => {
     await db.createSession("c1", { source: "t", parentSessionId: "p" });
     clock.advance(1);
     await db.createSession("c2", { source: "t", parentSessionId: "p" });
-    expect(await db.resolveResumeSessionId("p")).toBe("c2");
+    expect(await db.resolveTip("p")).toBe("c2");
   });
 
   it("survives a corrupt parent cycle", async () => {
@@ -190,8 +190,8 @@ describe("compression lineage", () => {
     await db.createSession("y", { source: "t", parentSessionId: "x" });
     await db.endSession("x", "compression");
     await db.endSession("y", "compression");
-    expect(["x", "y"]).toContain(await db.conversationRootId("x"));
-    expect(["x", "y"]).toContain(await db.resolveResumeSessionId("x"));
+    expect(["x", "y"]).toContain(await db.conversationIdOf("x"));
+    expect(["x", "y"]).toContain(await db.resolveTip("x"));
   });
 });
 

@@ -19,7 +19,7 @@ export const API_PLATFORM = "api";
 export interface ApiServerDeps {
   ingress: GatewayIngress;
   events: EventSubscriber;
-  store: Pick<SessionStore, "conversationRootId" | "getInboxRow" | "findInboxRow">;
+  store: Pick<SessionStore, "conversationIdOf" | "getInboxRow" | "findInboxRow">;
   config: Pick<CoreConfig, "bodyLimitBytes" | "turnReplyTimeoutMs" | "llm">;
   logger: Logger;
 }
@@ -150,8 +150,8 @@ async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, 
   let unsubscribe: () => void = () => undefined;
   let live = false;
   try {
-    const conversation = await store.conversationRootId(prepared.inbound.sessionId);
-    unsubscribe = await events.subscribe(conversation, (event) => tracker.offer(event));
+    const conversationId = await store.conversationIdOf(prepared.inbound.sessionId);
+    unsubscribe = await events.subscribe(conversationId, (event) => tracker.offer(event));
     live = true;
   } catch (err) {
     // Without events the reply still comes from the inbox row, just not word by word.

@@ -70,7 +70,7 @@ export class StubStore implements SessionStore {
     return this.acquireResult;
   }
 
-  async resolveResumeSessionId(sessionId: string): Promise<string> {
+  async resolveTip(sessionId: string): Promise<string> {
     this.events.push(["resolve", sessionId]);
     return "compressed-tip";
   }
@@ -88,7 +88,7 @@ export class StubStore implements SessionStore {
     this.events.push(["release", sessionId, holder]);
   }
 
-  async conversationRootId(sessionId: string): Promise<string> {
+  async conversationIdOf(sessionId: string): Promise<string> {
     return sessionId;
   }
 

@@ -76,7 +76,7 @@ export class ScriptedIngress implements GatewayIngress {
   /** The store calls the router makes. */
   storeView() {
     return {
-      conversationRootId: async (id: string) => id,
+      conversationIdOf: async (id: string) => id,
       getInboxRow: async (id: number) => (this.rows.has(id) ? ({ received_at: this.receivedAt } as InboxRow) : null),
       findInboxRow: async (platform: string, platformMessageId: string) => {
         const row = this.byMessageId.get(`${platform}/${platformMessageId}`);
