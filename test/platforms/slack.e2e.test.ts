@@ -140,11 +140,12 @@ describe("Slack through the gateway", () => {
     const mention = slackMention("please answer after the rate limit");
     const callsBefore = fake.calls.length;
     // 2 s, so that honouring Retry-After is told apart from the queue's own ~1 s first backoff.
-    fake.rateLimitNext(1, 2);
+    // Only this channel's calls: a late edit of the previous test's reply must not take the 429.
+    fake.rateLimitNext(1, 2, mention.channel);
     expect((await postSlackEvent(gw.gateway.url!, mention.body)).status).toBe(200);
 
     await sentReply(gw, mention, 15_000);
-    const [limited, ...later] = fake.calls.slice(callsBefore);
+    const [limited, ...later] = fake.calls.slice(callsBefore).filter((c) => c.params.channel === mention.channel);
     expect(limited).toMatchObject({ method: "chat.postMessage", status: 429 });
     const firstSent = later.find((c) => c.params.channel === mention.channel && c.error === null);
     expect(firstSent).toBeDefined();
@@ -234,11 +235,11 @@ describe("Slack streaming through the gateway (slow model)", () => {
   it("sends nothing to the channel before Retry-After when the streamed message's first post is rate limited", async () => {
     const mention = slackMention("short one");
     const callsBefore = fake.calls.length;
-    fake.rateLimitNext(1, 1);
+    fake.rateLimitNext(1, 1, mention.channel);
     expect((await postSlackEvent(gw.gateway.url!, mention.body)).status).toBe(200);
 
     await sentReply(gw, mention, 15_000);
-    const [limited, ...later] = fake.calls.slice(callsBefore);
+    const [limited, ...later] = fake.calls.slice(callsBefore).filter((c) => c.params.channel === mention.channel);
     expect(limited).toMatchObject({ method: "chat.postMessage", status: 429 });
     expect(later.length).toBeGreaterThan(0);
     for (const call of later) expect(callTime(call) - callTime(limited)).toBeGreaterThanOrEqual(950);

@@ -69,7 +69,7 @@ type Answer = { status: number; body: Record<string, unknown>; headers?: Record<
 export class FakeSlack {
   readonly calls: FakeSlackCall[] = [];
   readonly messages = new Map<string, FakeSlackMessage>();
-  private rateLimits: Array<{ count: number; retryAfterSeconds: number }> = [];
+  private rateLimits: Array<{ count: number; retryAfterSeconds: number; channel?: string }> = [];
   private failures: Array<{ count: number; error: string }> = [];
   readonly socketConnections: FakeSocketConnection[] = [];
   readonly acks: FakeSocketAck[] = [];
@@ -113,9 +113,9 @@ export class FakeSlack {
     return `http://127.0.0.1:${port}/api/`;
   }
 
-  /** The next `count` calls answer 429 with `Retry-After: retryAfterSeconds`. */
-  rateLimitNext(count: number, retryAfterSeconds: number): void {
-    this.rateLimits.push({ count, retryAfterSeconds });
+  /** The next `count` calls (to `channel`, when given) answer 429 with `Retry-After: retryAfterSeconds`. */
+  rateLimitNext(count: number, retryAfterSeconds: number, channel?: string): void {
+    this.rateLimits.push({ count, retryAfterSeconds, channel });
   }
 
   /** The next `count` calls answer `{ok:false, error}`. */
@@ -259,7 +259,7 @@ export class FakeSlack {
 
   private answer(method: string, params: Record<string, string>, authorization: string | null): Answer {
     const limit = this.rateLimits[0];
-    if (limit) {
+    if (limit && (limit.channel === undefined || limit.channel === params.channel)) {
       if (--limit.count <= 0) this.rateLimits.shift();
       return {
         status: 429,
