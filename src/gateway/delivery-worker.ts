@@ -41,8 +41,13 @@ export class DeliveryDispatcher {
   }
 
   async enqueue(rows: DeliveryRow[]): Promise<void> {
-    for (const row of rows) {
-      await withTimeout(this.deps.queues.deliveries.add("deliver", { deliveryId: row.id }, { jobId: deliveryJobId(row.id) }), 1500, "enqueue delivery");
+    await this.dispatchIds(rows.map((row) => row.id));
+  }
+
+  /** Enqueue known ledger rows (a turn knows the ids its flush created, whichever session holds them). */
+  async dispatchIds(ids: readonly number[]): Promise<void> {
+    for (const deliveryId of ids) {
+      await withTimeout(this.deps.queues.deliveries.add("deliver", { deliveryId }, { jobId: deliveryJobId(deliveryId) }), 1500, "enqueue delivery");
     }
   }
 }

@@ -27,7 +27,8 @@ export interface TurnWorkerDeps {
   publishInterrupt: (request: InterruptRequest) => Promise<void>;
   /** Platforms whose replies go out through the deliveries ledger. */
   sendingPlatforms: () => Set<string>;
-  dispatchDeliveries: (sessionId: string) => Promise<void>;
+  /** Enqueue the ledger rows a turn's final flush created. */
+  dispatchDeliveries: (deliveryIds: readonly number[]) => Promise<void>;
   /** Add a wake-up job for an inbox row (ingress.enqueue). */
   enqueue: (conversationId: string, inboxId: number) => Promise<boolean>;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
@@ -247,7 +248,8 @@ export class TurnWorkers {
     }
     if (state.stream) await this.finishStream(state.stream, result.deliveryIds);
     if (result.deliveryIds.length > 0) {
-      await this.deps.dispatchDeliveries(conversationId).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
+      // By id: after a compaction the rows belong to the tip, not to the conversation id.
+      await this.deps.dispatchDeliveries(result.deliveryIds).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
   }
 

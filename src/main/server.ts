@@ -146,7 +146,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         publishInterrupt: (request) => interrupts.publish(request),
         enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
-        dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
+        dispatchDeliveries: (deliveryIds) => dispatcher.dispatchIds(deliveryIds),
       });
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));
       const deliveryWorkers = new DeliveryWorkers(deliveryDeps);

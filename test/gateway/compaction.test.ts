@@ -1,7 +1,14 @@
 // Compaction through the gateway: past the configured size a conversation is summarised into a
 // child session; turns carry on there, every message is answered, and the API says where.
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../support/gateway.js";
+import { stringify as toYaml } from "yaml";
+import { signWebhook } from "../../src/adapters/webhook/index.js";
+import { startCallbackReceiver, type CallbackReceiver } from "../platforms/support/callback-receiver.js";
+import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
+import { makeTempDir } from "../support/tmp.js";
 import { inbound } from "../support/messages.js";
 
 describe("compaction in the gateway", () => {
@@ -37,4 +44,51 @@ describe("compaction in the gateway", () => {
     const body = (await res.json()) as { session_id: string; continued_in?: string };
     expect(body).toMatchObject({ session_id: "compact-me", continued_in: tip });
   }, 60_000);
+});
+
+describe("replies after a compaction", () => {
+  let receiver: CallbackReceiver;
+  let gw: TestGateway;
+  let configDir: ReturnType<typeof makeTempDir>;
+  const SECRET = `whsec_${randomBytes(24).toString("base64")}`;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    configDir = makeTempDir("sb-compaction-callbacks");
+    const configFile = join(configDir.dir, "switchboard.yaml");
+    writeFileSync(configFile, toYaml({ webhooks: { notes: { secret: SECRET, style: "standard", reply: "callback", callback_url: receiver.url } } }));
+    gw = await startTestGateway({
+      http: true,
+      workers: true,
+      env: { SWITCHBOARD_CONFIG: configFile, COMPACTION_MAX_CHARS: "600", COMPACTION_KEEP_RECENT: "4", LOG_LEVEL: "silent" },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await gw?.stop();
+    await receiver?.close();
+    configDir?.cleanup();
+  });
+
+  it("are sent at once, not when the reconciler next looks (the ledger rows belong to the tip)", async () => {
+    for (let i = 0; i < 8; i++) {
+      const id = `compacting-${i}`;
+      const body = JSON.stringify({ chat_id: "one-room", user_id: "u-1", text: `message ${i}: ${"a fairly long line of conversation ".repeat(3)}` });
+      const res = await fetch(`${gw.gateway.url}/webhooks/notes`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...signWebhook("standard", SECRET, body, { id }) },
+        body,
+      });
+      expect(res.status).toBe(202);
+      // The reconciler runs every 30 s: a reply that waited for it would miss this window.
+      const callback = await waitFor(
+        () => receiver.received.find((r) => (JSON.parse(r.body.toString("utf8")) as { in_reply_to?: string }).in_reply_to === id),
+        10_000,
+        `the reply to ${id}`,
+      );
+      expect(callback.body.toString("utf8")).toContain(`message ${i}:`);
+    }
+    const row = await gw.gateway.store.findInboxRow("webhook", "notes:compacting-0");
+    expect(row).not.toBeNull();
+    expect(await gw.gateway.store.resolveTip(row!.session_id)).not.toBe(row!.session_id);
+  }, 120_000);
 });
