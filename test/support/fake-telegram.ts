@@ -292,6 +292,11 @@ export class FakeTelegram {
     this.held = true;
   }
 
+  /** Long polls waiting for updates right now. */
+  get waitingPolls(): number {
+    return [...this.waiters].filter((w) => !w.res.destroyed && !w.res.writableEnded).length;
+  }
+
   /** getUpdates requests held right now (still connected). */
   get heldPolls(): number {
     return this.parked.filter((p) => !p.res.destroyed && !p.res.writableEnded).length;
