@@ -125,6 +125,21 @@ describe("normaliseTelegramUpdate", () => {
     expect(decide({ update_id: 15, photo: [] })).toEqual({ kind: "ignore", reason: "update type not handled" });
   });
 
+  it("answers /start like /help, and an anonymous admin's mention as the group's", () => {
+    const start = decide({ update_id: 16, message: { message_id: 5, date: 1, chat: privateChat, from: user, text: "/start", entities: [{ type: "bot_command", offset: 0, length: 6 }] } });
+    expect(message(start).text).toBe("/help");
+    const anonymous = decide({
+      update_id: 17,
+      message: { message_id: 6, date: 1, chat: group, from: { id: 1087968824, is_bot: true, username: "GroupAnonymousBot" }, sender_chat: { id: group.id, type: "supergroup" }, text: "@switchboard_test_bot hi" },
+    });
+    expect(message(anonymous)).toMatchObject({ text: "hi", userId: String(group.id) });
+    const forwarded = decide({
+      update_id: 18,
+      message: { message_id: 7, date: 1, chat: group, from: { id: 777000, is_bot: false }, sender_chat: { id: -1009, type: "channel" }, is_automatic_forward: true, text: "@switchboard_test_bot news" },
+    });
+    expect(forwarded).toMatchObject({ kind: "ignore" });
+  });
+
   it("refuses updates whose fields have the wrong types", () => {
     expect(parseTelegramUpdate({})).toBeNull();
     expect(parseTelegramUpdate({ update_id: "1" })).toBeNull();

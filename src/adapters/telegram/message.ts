@@ -3,8 +3,9 @@
 // Answered: every message in a private chat; in groups, messages that mention @<bot username>,
 // replies to the bot's messages, and commands addressed as /cmd or /cmd@<bot username>. Forum
 // topics are their own sessions. Captions count as text; file ids go to the display metadata.
-// Not turns: edited messages, service messages (no text or caption), messages from bots, and
-// commands addressed to another bot.
+// Not turns: edited messages, service messages (no text or caption), messages from bots, channel
+// posts forwarded into their discussion group, and commands addressed to another bot. /start
+// (what a Telegram client sends when a person opens the bot) is answered like /help.
 import type { InboundMessage } from "../../gateway/types.js";
 import type { TelegramEntity, TelegramMessage, TelegramUpdate } from "./updates.js";
 
@@ -29,7 +30,9 @@ export function telegramMessageKey(chatId: number, messageId: number): string {
 export function normaliseTelegramUpdate(update: TelegramUpdate, bot: TelegramBotIdentity, now: number): TelegramDecision {
   const message = update.message;
   if (!message) return { kind: "ignore", reason: "edited_message" in update ? "edited message" : "update type not handled" };
-  if (message.from?.is_bot) return { kind: "ignore", reason: "from a bot" };
+  // An anonymous admin's message comes "from" a placeholder bot with the group as sender_chat.
+  if (message.from?.is_bot && !message.sender_chat) return { kind: "ignore", reason: "from a bot" };
+  if (message.is_automatic_forward) return { kind: "ignore", reason: "channel post forwarded into its discussion group" };
   const body = textOf(message);
   if (body === null || body.text.trim() === "") return { kind: "ignore", reason: "service message or no text" };
 
@@ -51,6 +54,8 @@ export function normaliseTelegramUpdate(update: TelegramUpdate, bot: TelegramBot
   // "/status@bot" -> "/status": the gateway's commands do not know bot names.
   if (command?.target) text = text.replace(`@${command.target}`, "");
   text = text.replace(/[ \t]{2,}/g, " ").trim();
+  // Telegram clients send /start when a person opens the bot: it gets the command list.
+  if (/^\/start(\s|$)/i.test(text)) text = "/help";
   if (text === "") return { kind: "ignore", reason: "nothing but the mention" };
 
   const chatId = message.chat.id;
@@ -68,7 +73,7 @@ export function normaliseTelegramUpdate(update: TelegramUpdate, bot: TelegramBot
       sessionKey: telegramSessionKey(chatId, topicId),
       chatId: String(chatId),
       threadId: topicId === null ? null : String(topicId),
-      userId: message.from ? String(message.from.id) : null,
+      userId: message.sender_chat ? String(message.sender_chat.id) : message.from ? String(message.from.id) : null,
       text,
       attachments: files.length > 0 ? files.map((f) => ({ name: f.name ?? f.kind, contentType: f.contentType })) : undefined,
       displayKind,

@@ -33,6 +33,7 @@ export class TelegramPoller {
   private request: AbortController | null = null;
   private wake: (() => void) | null = null;
   private lastError: unknown = null;
+  private lockUnreachable = false;
   private readonly log: Logger;
 
   constructor(private readonly options: TelegramPollerOptions) {
@@ -56,10 +57,18 @@ export class TelegramPoller {
   private async run(): Promise<void> {
     const { lock } = this.options;
     while (!this.stopped) {
-      const held = await lock.tryAcquire().catch((error: Error) => {
-        this.log.warn({ err: error.message }, "telegram poller: could not check the lock");
-        return false;
-      });
+      const held = await lock.tryAcquire().then(
+        (ok) => {
+          this.lockUnreachable = false;
+          return ok;
+        },
+        (error: Error) => {
+          // Once per outage: a standby asks every few seconds.
+          if (!this.lockUnreachable) this.log.warn({ err: error.message }, "telegram poller: cannot reach the lock; standing by");
+          this.lockUnreachable = true;
+          return false;
+        },
+      );
       if (!held) {
         await this.pause(this.options.standbyRetryMs ?? 2_000);
         continue;

@@ -37,6 +37,9 @@ export const TelegramMessageSchema = z.looseObject({
     is_forum: z.boolean().optional(),
   }),
   from: UserSchema.optional(),
+  /** Set when an anonymous group admin or a channel speaks (then `from` is a placeholder bot). */
+  sender_chat: z.looseObject({ id: int }).optional(),
+  is_automatic_forward: z.boolean().optional(),
   message_thread_id: int.optional(),
   is_topic_message: z.boolean().optional(),
   text: z.string().optional(),
