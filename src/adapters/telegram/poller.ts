@@ -78,6 +78,12 @@ export class TelegramPoller {
       const renewal = setInterval(() => void this.renew(), Math.max(100, Math.floor(lock.ttlMs / 3)));
       try {
         await this.pollWhileHeld();
+      } catch (error) {
+        // Nothing in there should throw; if it does, the lock is handed back rather than the process crashing.
+        this.log.error({ err: (error as Error).message }, "telegram poller failed; handing the lock back");
+        this.lost = true;
+        await lock.release().catch(() => undefined);
+        await this.pause(this.options.standbyRetryMs ?? 2_000);
       } finally {
         clearInterval(renewal);
       }
