@@ -5,6 +5,8 @@ import { createDiscordAdapter, type DiscordConfig } from "./discord/index.js";
 import type { RateLimitGates } from "./shared/retry-after-gate.js";
 import type { ThreadMemory } from "../bus/thread-memory.js";
 import { createSlackAdapter, slackEnabled, type SlackConfig } from "./slack/index.js";
+import type { SingletonLocks } from "../bus/singleton-lock.js";
+import { createTelegramAdapter, telegramConfigFrom, type TelegramConfig } from "./telegram/index.js";
 import { createWebhookAdapter, type WebhookRouteConfig } from "./webhook/index.js";
 
 export { createSlackAdapter, createSlackStreamingReply, type SlackAdapter, type SlackConfig } from "./slack/index.js";
@@ -16,6 +18,15 @@ export {
   type DiscordConfig,
   type DiscordMessageLike,
 } from "./discord/index.js";
+export {
+  createTelegramAdapter,
+  TelegramConfigError,
+  TelegramFileSchema,
+  telegramConfigFrom,
+  type TelegramAdapter,
+  type TelegramConfig,
+  type TelegramFileSection,
+} from "./telegram/index.js";
 export {
   createWebhookAdapter,
   parseWebhookRoutes,
@@ -32,6 +43,7 @@ export { THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "./thread-keys
 export interface AdaptersConfig {
   slack?: SlackConfig;
   discord?: DiscordConfig;
+  telegram?: TelegramConfig;
   webhooks?: Record<string, WebhookRouteConfig>;
 }
 
@@ -42,11 +54,13 @@ export interface AdaptersDeps {
   threads?: ThreadMemory;
   /** Retry-After windows shared across processes; default: each adapter keeps its own. */
   rateLimits?: RateLimitGates;
+  /** Locks that make one process of the deployment do a job (the Telegram poller); default: per process. */
+  locks?: SingletonLocks;
   /** Default wait for sync webhook replies. */
   syncTimeoutMs?: number;
 }
 
-/** The adapters the config enables: Slack with a bot token and a secret or app token, Discord with a key or token, webhooks with routes. */
+/** The adapters the config enables: Slack with a bot token and a secret or app token, Discord with a key or token, Telegram with a bot token, webhooks with routes. */
 export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): PlatformAdapter[] {
   const adapters: PlatformAdapter[] = [];
   const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads, rateLimits: deps.rateLimits };
@@ -55,6 +69,9 @@ export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): Plat
   }
   if (config.discord?.publicKey || config.discord?.botToken) {
     adapters.push(createDiscordAdapter(config.discord, base));
+  }
+  if (config.telegram) {
+    adapters.push(createTelegramAdapter(config.telegram, { ...base, locks: deps.locks }));
   }
   if (config.webhooks && Object.keys(config.webhooks).length > 0) {
     adapters.push(createWebhookAdapter(config.webhooks, { ...base, syncTimeoutMs: deps.syncTimeoutMs }));
@@ -88,6 +105,8 @@ export function adaptersConfigFromEnv(
       apiUrl: value("DISCORD_API_URL"),
     };
   }
+  const telegram = telegramConfigFrom(env);
+  if (telegram) config.telegram = telegram;
   if (webhooks && Object.keys(webhooks).length > 0) config.webhooks = webhooks;
   return config;
 }

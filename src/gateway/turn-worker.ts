@@ -307,7 +307,7 @@ function userMessageOf(row: InboxRow): { text: string; apiText: string | null; t
     text: inbound.text,
     apiText: inbound.apiText ?? null,
     timestamp: row.received_at,
-    platformMessageId: row.platform_message_id,
+    platformMessageId: inbound.transcriptMessageId ?? row.platform_message_id,
     displayKind: inbound.displayKind ?? null,
     displayMetadata: inbound.displayMetadata ?? { platform: row.platform, user_id: inbound.userId },
   };

@@ -8,6 +8,11 @@ export interface InboundMessage {
   /** The platform's own id for this message; (platform, platformMessageId) is unique forever. */
   platformMessageId: string;
   /**
+   * The message's id in the transcript, when it differs from the inbox key (Telegram: the inbox
+   * key is the update id, the transcript keeps `<chat>:<message id>`).
+   */
+  transcriptMessageId?: string | null;
+  /**
    * Routing key: which conversation this belongs to, e.g. `slack:T1:C1:1700000000.000100`.
    * The gateway maps it to a session id (or uses `sessionId` when the client addressed one).
    */

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
+import { TelegramFileSchema, telegramConfigFrom, type TelegramConfig } from "../adapters/index.js";
 
 const intFrom = (min: number, max?: number) => {
   const base = z.coerce.number().int().min(min);
@@ -55,6 +56,7 @@ const fileSchema = z.object({
   webhooks: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, "route names are letters, digits, '-' and '_'"), webhookRoute).optional(),
   slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), app_token: slackAppToken.optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
   discord: z.object({ bot_token: z.string().optional(), public_key: z.string().optional(), application_id: z.string().optional(), api_url: z.string().url().optional() }).strict().optional(),
+  telegram: TelegramFileSchema.optional(),
   ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
 }).strict();
 
@@ -71,6 +73,8 @@ export interface GatewayConfig extends CoreConfig {
   /** Events arrive over signed HTTP (signingSecret), Socket Mode (appToken), or both. */
   slack: { signingSecret: string | null; botToken: string; appToken: string | null; apiUrl: string; botUserId: string | null } | null;
   discord: { botToken: string | null; publicKey: string | null; applicationId: string | null; apiUrl: string } | null;
+  /** Webhook when a secret is set, long polling otherwise. */
+  telegram: TelegramConfig | null;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number };
 }
 
@@ -174,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
           apiUrl: envValue(env, "DISCORD_API_URL", url) ?? file.discord?.api_url ?? "https://discord.com/api/v10",
         }
       : null,
+    telegram: adapterSection(() => telegramConfigFrom(env, file.telegram)),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,
@@ -197,6 +202,15 @@ function checkSlackKeys(secret: string | undefined, botToken: string | undefined
   }
   if (botToken?.startsWith("xapp-")) {
     throw new ConfigError("SLACK_BOT_TOKEN: is an app-level token (xapp-...); it belongs in SLACK_APP_TOKEN, and the bot token (xoxb-...) here");
+  }
+}
+
+/** An adapter reads its own section; its errors (they name the key) become ConfigErrors. */
+function adapterSection<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
   }
 }
 

@@ -32,6 +32,7 @@ import { redisOptionsFromUrl } from "../bus/redis-url.js";
 import { sessionsRouter } from "../clients/sessions-api.js";
 import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
+import { RedisSingletonLocks } from "../bus/singleton-lock.js";
 import { TurnWorkers } from "../gateway/turn-worker.js";
 import type { PlatformAdapter } from "../gateway/types.js";
 import { attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
@@ -127,8 +128,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: `${prefix}:rate-limits`, logger });
     cleanups.push(() => rateLimits.close());
     const adapterList: PlatformAdapter[] = createAdapters(
-      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, webhooks: config.webhooks },
-      { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits },
+      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, telegram: config.telegram ?? undefined, webhooks: config.webhooks },
+      { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits, locks: new RedisSingletonLocks(redis, prefix) },
     );
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
     const sendingPlatforms = (): Set<string> => new Set(adapters.keys());

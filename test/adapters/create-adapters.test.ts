@@ -36,6 +36,17 @@ describe("createAdapters", () => {
     expect(() => createAdapters(adaptersConfigFromEnv({ DISCORD_PUBLIC_KEY: "abc" }), deps)).toThrow(/DISCORD_PUBLIC_KEY/);
   });
 
+  it("enables Telegram with a bot token: the webhook route with a secret, long polling (start) either way", () => {
+    const token = "7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw4";
+    const polling = createAdapters(adaptersConfigFromEnv({ TELEGRAM_BOT_TOKEN: token }), deps);
+    expect(polling.map((a) => a.platform)).toEqual(["telegram"]);
+    expect(polling[0].routes).toBeUndefined();
+    expect(polling[0].start).toBeTypeOf("function");
+    const webhook = createAdapters(adaptersConfigFromEnv({ TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "s3cret" }), deps);
+    expect(webhook[0].routes).toBeTypeOf("function");
+    expect(() => adaptersConfigFromEnv({ TELEGRAM_WEBHOOK_SECRET: "s3cret" })).toThrow(/TELEGRAM_BOT_TOKEN/);
+  });
+
   it("enables webhooks when routes exist, and all three together", () => {
     const env = {
       SLACK_SIGNING_SECRET: "s",

@@ -11,6 +11,7 @@ import {
   slackHeaders,
   standardHeaders,
   strangerKeys,
+  TELEGRAM_SECRET,
 } from "./keys.js";
 
 export interface HttpCase {
@@ -40,6 +41,11 @@ const slackEvent = JSON.stringify({
   event_id: "Ev0CORPUS1",
   event: { type: "app_mention", user: "U0USER", text: "<@U0BOT> hi", ts: "1700000000.000100", channel: "C0CORPUS" },
 });
+const telegramUpdate = JSON.stringify({
+  update_id: 812_000_001,
+  message: { message_id: 5, date: 1_760_000_000, chat: { id: 42, type: "private" }, from: { id: 42, is_bot: false, first_name: "Ada" }, text: "hi" },
+});
+const telegramSecret = { "x-telegram-bot-api-secret-token": TELEGRAM_SECRET };
 const discordPing = JSON.stringify({ id: "1", application_id: "2", type: 1, token: "t" });
 const hook = (fields: Record<string, unknown>): string => JSON.stringify({ id: `corpus-${Math.random().toString(36).slice(2)}`, chat_id: "c1", user_id: "u1", text: "hi", ...fields });
 const tenMinutesAgo = (): string => String(nowSeconds() - 600);
@@ -134,6 +140,24 @@ export function httpCases(): HttpCase[] {
     { name: "discord: signed malformed JSON", method: "POST", path: "/discord/interactions", headers: { ...json, ...discordHeaders("{nope") }, body: "{nope", status: 400 },
     { name: "discord: signed interaction without its fields", method: "POST", path: "/discord/interactions", headers: { ...json, ...discordHeaders('{"type":2}') }, body: '{"type":2}', status: 400 },
     { name: "discord: body over the size limit", method: "POST", path: "/discord/interactions", headers: { ...json, ...discordHeaders(huge('{"id":"', '"}')) }, body: huge('{"id":"', '"}'), status: 413 },
+
+    // ---- POST /telegram/webhook ----
+    { name: "telegram: no secret token header", method: "POST", path: "/telegram/webhook", headers: json, body: telegramUpdate, status: 401 },
+    { name: "telegram: wrong secret token", method: "POST", path: "/telegram/webhook", headers: { ...json, "x-telegram-bot-api-secret-token": "corpus-telegram-secret_02" }, body: telegramUpdate, status: 401 },
+    { name: "telegram: secret token in another case", method: "POST", path: "/telegram/webhook", headers: { ...json, "x-telegram-bot-api-secret-token": TELEGRAM_SECRET.toUpperCase() }, body: telegramUpdate, status: 401 },
+    { name: "telegram: secret token as a prefix of the real one", method: "POST", path: "/telegram/webhook", headers: { ...json, "x-telegram-bot-api-secret-token": TELEGRAM_SECRET.slice(0, -1) }, body: telegramUpdate, status: 401 },
+    { name: "telegram: empty secret token", method: "POST", path: "/telegram/webhook", headers: { ...json, "x-telegram-bot-api-secret-token": "" }, body: telegramUpdate, status: 401 },
+    { name: "telegram: secret token in the query string", method: "POST", path: `/telegram/webhook?secret_token=${TELEGRAM_SECRET}`, headers: json, body: telegramUpdate, status: 401 },
+    { name: "telegram: secret token as a bearer token", method: "POST", path: "/telegram/webhook", headers: { ...json, authorization: `Bearer ${TELEGRAM_SECRET}` }, body: telegramUpdate, status: 401 },
+    { name: "telegram: malformed JSON", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: '{"update_id":', status: 400 },
+    { name: "telegram: JSON array", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: `[${telegramUpdate}]`, status: 400 },
+    { name: "telegram: update_id missing", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: JSON.stringify({ message: JSON.parse(telegramUpdate).message }), status: 400 },
+    { name: "telegram: update_id is a string", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: telegramUpdate.replace("812000001", '"812000001"'), status: 400 },
+    { name: "telegram: negative update_id", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: telegramUpdate.replace("812000001", "-1"), status: 400 },
+    { name: "telegram: chat id is a string", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: telegramUpdate.replace('"id":42,"type"', '"id":"42","type"'), status: 400 },
+    { name: "telegram: text is an object", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: telegramUpdate.replace('"text":"hi"', '"text":{"$ne":""}'), status: 400 },
+    { name: "telegram: body over the size limit", method: "POST", path: "/telegram/webhook", headers: { ...json, ...telegramSecret }, body: huge('{"update_id":1,"message":{"text":"', '"}}'), status: 413 },
+    { name: "telegram: GET", method: "GET", path: "/telegram/webhook", status: [404, 405] },
 
     // ---- POST /webhooks/:route ----
     { name: "webhook: unknown route", method: "POST", path: "/webhooks/nope", headers: { ...json, ...githubHeaders(ghBody) }, body: ghBody, status: 404 },

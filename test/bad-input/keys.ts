@@ -5,6 +5,8 @@ import { slackSignature } from "../../src/adapters/slack/signature.js";
 
 export const API_KEY = "corpus-api-key";
 export const SLACK_SECRET = "corpus-slack-signing-secret";
+export const TELEGRAM_TOKEN = "7012345678:AAHcorpusCorpusCorpusCorpusCorpus00";
+export const TELEGRAM_SECRET = "corpus-telegram-secret_01";
 export const GITHUB_SECRET = "corpus-github-secret";
 export const STANDARD_SECRET = `whsec_${Buffer.from("corpus-standard-secret-32-bytes!").toString("base64")}`;
 /** Small on purpose: the "text too long" cases stay small bodies. */
