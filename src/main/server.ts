@@ -146,6 +146,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         publishInterrupt: (request) => interrupts.publish(request),
         enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
+        typing: async (platform, target) => adapters.get(platform)?.typing?.(target),
         dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
       });
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));
