@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
+import { whatsappConfigFrom, WhatsAppFileSchema, type WhatsAppConfig } from "../adapters/whatsapp/config.js";
 
 const intFrom = (min: number, max?: number) => {
   const base = z.coerce.number().int().min(min);
@@ -55,6 +56,7 @@ const fileSchema = z.object({
   webhooks: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, "route names are letters, digits, '-' and '_'"), webhookRoute).optional(),
   slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), app_token: slackAppToken.optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
   discord: z.object({ bot_token: z.string().optional(), public_key: z.string().optional(), application_id: z.string().optional(), api_url: z.string().url().optional() }).strict().optional(),
+  whatsapp: WhatsAppFileSchema.optional(),
   ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
 }).strict();
 
@@ -71,6 +73,7 @@ export interface GatewayConfig extends CoreConfig {
   /** Events arrive over signed HTTP (signingSecret), Socket Mode (appToken), or both. */
   slack: { signingSecret: string | null; botToken: string; appToken: string | null; apiUrl: string; botUserId: string | null } | null;
   discord: { botToken: string | null; publicKey: string | null; applicationId: string | null; apiUrl: string } | null;
+  whatsapp: WhatsAppConfig | null;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number };
 }
 
@@ -174,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
           apiUrl: envValue(env, "DISCORD_API_URL", url) ?? file.discord?.api_url ?? "https://discord.com/api/v10",
         }
       : null,
+    whatsapp: section(() => whatsappConfigFrom(env, file.whatsapp)),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,
@@ -185,6 +189,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`SWITCHBOARD_API_KEY: required when HOST is not a loopback address (HOST=${config.host})`);
   }
   return config;
+}
+
+/** An adapter's own config reader: its errors (which name the setting) become ConfigErrors. */
+function section<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 }
 
 /** Slack needs the bot token (replies) and a way for events to arrive: a signing secret, an app-level token, or both. */

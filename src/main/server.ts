@@ -127,7 +127,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: `${prefix}:rate-limits`, logger });
     cleanups.push(() => rateLimits.close());
     const adapterList: PlatformAdapter[] = createAdapters(
-      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, webhooks: config.webhooks },
+      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, webhooks: config.webhooks, whatsapp: config.whatsapp ?? undefined },
       { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits },
     );
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
