@@ -291,13 +291,18 @@ describe("WhatsApp adapter", () => {
       { wamid: "wamid.OURS", status: "delivered", timestamp: 1_750_000_000 },
       { wamid: "wamid.OTHER", status: "read" },
     ])) as { entry: Array<{ changes: Array<{ value: { statuses: Array<Record<string, unknown>> } }> }> };
-    statuses.entry[0].changes[0].value.statuses.push({ id: "wamid.OURS", status: "deleted", timestamp: "1" });
+    statuses.entry[0].changes[0].value.statuses.push(
+      { id: "wamid.OURS", status: "deleted", timestamp: "1" },
+      { ...fixtureJson("whatsapp", "status_failed.json"), id: "wamid.OURS" },
+    );
     const res = await fake.deliver(app.url, JSON.stringify(statuses));
-    expect(await res.json()).toEqual({ accepted: 0, duplicates: 0, rejected: 0, ignored: 1, statuses: 1, unknownStatuses: 1 });
+    expect(await res.json()).toEqual({ accepted: 0, duplicates: 0, rejected: 0, ignored: 1, statuses: 2, unknownStatuses: 1 });
     expect(ingress.receipts.map((r) => [r.platformMessageId, r.receipt.status])).toEqual([
       ["wamid.OURS", "delivered"],
       ["wamid.OTHER", "read"],
+      ["wamid.OURS", "failed"],
     ]);
+    expect(ingress.receipts[2].receipt).toMatchObject({ at: 1750263780, errors: [{ code: 131047, title: "Re-engagement message" }] });
 
     const elsewhere = fake.textMessage("for the other number", freshWaId());
     const other = await fake.deliver(app.url, fake.messagesWebhook([elsewhere], { phoneNumberId: "999" }));
