@@ -8,6 +8,7 @@ import { createSlackAdapter, slackEnabled, type SlackConfig } from "./slack/inde
 import type { SingletonLocks } from "../bus/singleton-lock.js";
 import { createTelegramAdapter, telegramConfigFrom, type TelegramConfig } from "./telegram/index.js";
 import { createWebhookAdapter, type WebhookRouteConfig } from "./webhook/index.js";
+import { createWhatsAppAdapter, whatsappConfigFrom, type WhatsAppConfig } from "./whatsapp/index.js";
 
 export { createSlackAdapter, createSlackStreamingReply, type SlackAdapter, type SlackConfig } from "./slack/index.js";
 export {
@@ -34,6 +35,7 @@ export {
   verifyWebhook,
   type WebhookRouteConfig,
 } from "./webhook/index.js";
+export { createWhatsAppAdapter, whatsappConfigFrom, WhatsAppFileSchema, type WhatsAppConfig } from "./whatsapp/index.js";
 export { ThrottledEditor, type MessageSink, type ThrottledEditorOptions } from "./shared/throttled-editor.js";
 export { createStreamingReply, type MessagePoster } from "./shared/streaming.js";
 export { InMemoryThreadMemory, type ThreadMemory } from "../bus/thread-memory.js";
@@ -45,6 +47,7 @@ export interface AdaptersConfig {
   discord?: DiscordConfig;
   telegram?: TelegramConfig;
   webhooks?: Record<string, WebhookRouteConfig>;
+  whatsapp?: WhatsAppConfig;
 }
 
 export interface AdaptersDeps {
@@ -60,7 +63,7 @@ export interface AdaptersDeps {
   syncTimeoutMs?: number;
 }
 
-/** The adapters the config enables: Slack with a bot token and a secret or app token, Discord with a key or token, Telegram with a bot token, webhooks with routes. */
+/** The adapters the config enables: Slack with a bot token and a secret or app token, Discord with a key or token, Telegram with a bot token, webhooks with routes, WhatsApp with its four credentials. */
 export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): PlatformAdapter[] {
   const adapters: PlatformAdapter[] = [];
   const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads, rateLimits: deps.rateLimits };
@@ -76,6 +79,7 @@ export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): Plat
   if (config.webhooks && Object.keys(config.webhooks).length > 0) {
     adapters.push(createWebhookAdapter(config.webhooks, { ...base, syncTimeoutMs: deps.syncTimeoutMs }));
   }
+  if (config.whatsapp) adapters.push(createWhatsAppAdapter(config.whatsapp, base));
   return adapters;
 }
 
@@ -108,5 +112,7 @@ export function adaptersConfigFromEnv(
   const telegram = telegramConfigFrom(env);
   if (telegram) config.telegram = telegram;
   if (webhooks && Object.keys(webhooks).length > 0) config.webhooks = webhooks;
+  const whatsapp = whatsappConfigFrom(env);
+  if (whatsapp) config.whatsapp = whatsapp;
   return config;
 }

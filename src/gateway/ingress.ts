@@ -10,7 +10,7 @@ import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus
 import type { GatewayMetrics } from "./metrics.js";
 import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
-import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
+import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
   config: CoreConfig;
@@ -126,6 +126,37 @@ export class Ingress implements GatewayIngress {
       // A release between the first read and the listener: read once more now that it listens.
       void check();
     });
+  }
+
+  async recordRejected(message: InboundMessage, reason: string): Promise<AcceptResult> {
+    const { store, metrics, logger } = this.deps;
+    metrics.inbound.inc({ platform: message.platform || "unknown", result: "rejected" });
+    logger.info({ platform: message.platform, platformMessageId: message.platformMessageId, reason }, "inbound message rejected");
+    // Without its id the message cannot be keyed (and so not recorded); the reason is still given.
+    if (!message.platform || !message.platformMessageId) return { status: "rejected", reason };
+    const conversationId = await this.conversationIdFor(message);
+    await store.recordRejected(
+      { platform: message.platform, platformMessageId: message.platformMessageId, sessionId: conversationId, payload: payloadOf(message), receivedAt: message.receivedAt / 1000 },
+      reason,
+    );
+    return { status: "rejected", reason };
+  }
+
+  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<boolean> {
+    const row = await this.deps.store.recordDeliveryReceipt(platform, platformMessageId, receipt);
+    if (!row) return false;
+    void this.deps.events
+      .publish(row.session_id, "reply.status", {
+        delivery_id: row.id,
+        inbox_id: row.inbox_id,
+        platform,
+        platform_message_id: platformMessageId,
+        status: receipt.status,
+        shown_status: row.display_metadata?.receipt ?? receipt.status,
+        ...(receipt.errors?.length ? { errors: receipt.errors } : {}),
+      })
+      .catch(() => undefined);
+    return true;
   }
 
   async interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void> {

@@ -33,6 +33,8 @@ export interface TurnWorkerDeps {
   enqueue: (conversationId: string, inboxId: number) => Promise<boolean>;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
   openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
+  /** The platform's turn-start signal (typing indicator; WhatsApp marks the message read). */
+  typing?: (platform: string, target: Record<string, unknown>) => Promise<void>;
 }
 
 /** How long the lease waits for the turn's events to reach Redis (an outage must not hold it). */
@@ -223,12 +225,24 @@ export class TurnWorkers {
     state.inboxIds = head.map((r) => r.id);
     const last = head[head.length - 1];
     const target = inboundOf(last).replyTarget;
-    if (target) state.stream = this.deps.openStream?.(last.platform, target) ?? null;
+    if (target) {
+      state.stream = this.deps.openStream?.(last.platform, target) ?? null;
+      this.signalTurnStart(last.platform, target);
+    }
     await this.ensureSessionRow(sessionId, head[0]);
     return {
       messages: head.map((r) => userMessageOf(r)),
       endRecords: ({ status, finalResponse }) => this.endRecords(head, sessionId, status, finalResponse),
     };
+  }
+
+  /** Best effort and not awaited: the turn never waits on, or fails for, a typing indicator. */
+  private signalTurnStart(platform: string, target: Record<string, unknown>): void {
+    const typing = this.deps.typing;
+    if (!typing) return;
+    typing(platform, target).catch((err: unknown) =>
+      this.deps.logger.debug({ platform, err: err instanceof Error ? err.message : String(err) }, "turn-start signal failed"),
+    );
   }
 
   /** Metrics, retry decisions, the streamed message and the reply's delivery. */

@@ -1,5 +1,8 @@
 // The small interface between platform adapters and the gateway.
 import type { Router } from "express";
+import type { DeliveryReceipt } from "../state/types.js";
+
+export { DELIVERY_RECEIPT_STATUSES, type DeliveryReceipt, type DeliveryReceiptStatus } from "../state/types.js";
 
 /** One inbound message, normalised by its adapter. */
 export interface InboundMessage {
@@ -60,6 +63,17 @@ export interface GatewayIngress {
   waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome>;
   /** Interrupt the session's running turn, wherever it runs (soft keeps what was written). */
   interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void>;
+  /**
+   * Record a received message that cannot be a turn (a voice note, a sticker), with the reason:
+   * an inbox row with status 'rejected', never answered; a redelivery finds the same row.
+   */
+  recordRejected(message: InboundMessage, reason: string): Promise<AcceptResult>;
+  /**
+   * The platform's report on a reply it was sent (WhatsApp: sent, delivered, read, failed),
+   * found by the message id the send returned: shown in the delivery's display metadata and
+   * published as a `reply.status` event. False when no reply of ours has that id.
+   */
+  recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<boolean>;
 }
 
 /** A reply to send through a platform. */
@@ -125,7 +139,10 @@ export interface PlatformAdapter {
   edit?(target: Record<string, unknown>, platformMessageId: string, text: string): Promise<void>;
   /** Start streaming a reply into one message (platforms with edits). */
   openStream?(target: Record<string, unknown>): ReplyStream;
-  /** Show a typing / status indicator. */
+  /**
+   * Called once when a turn starts on a message with this reply target: show a typing / status
+   * indicator (WhatsApp marks the message read). Best effort: a failure never stops the turn.
+   */
   typing?(target: Record<string, unknown>): Promise<void>;
 }
 

@@ -5,6 +5,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
 import { TelegramFileSchema, telegramConfigFrom, type TelegramConfig } from "../adapters/index.js";
+import { whatsappConfigFrom, WhatsAppFileSchema, type WhatsAppConfig } from "../adapters/whatsapp/config.js";
 
 const intFrom = (min: number, max?: number) => {
   const base = z.coerce.number().int().min(min);
@@ -57,6 +58,7 @@ const fileSchema = z.object({
   slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), app_token: slackAppToken.optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
   discord: z.object({ bot_token: z.string().optional(), public_key: z.string().optional(), application_id: z.string().optional(), api_url: z.string().url().optional() }).strict().optional(),
   telegram: TelegramFileSchema.optional(),
+  whatsapp: WhatsAppFileSchema.optional(),
   ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
 }).strict();
 
@@ -75,6 +77,7 @@ export interface GatewayConfig extends CoreConfig {
   discord: { botToken: string | null; publicKey: string | null; applicationId: string | null; apiUrl: string } | null;
   /** Webhook when a secret is set, long polling otherwise. */
   telegram: TelegramConfig | null;
+  whatsapp: WhatsAppConfig | null;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number };
 }
 
@@ -179,6 +182,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
         }
       : null,
     telegram: adapterSection(() => telegramConfigFrom(env, file.telegram)),
+    whatsapp: adapterSection(() => whatsappConfigFrom(env, file.whatsapp)),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,

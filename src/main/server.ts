@@ -128,7 +128,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: `${prefix}:rate-limits`, logger });
     cleanups.push(() => rateLimits.close());
     const adapterList: PlatformAdapter[] = createAdapters(
-      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, telegram: config.telegram ?? undefined, webhooks: config.webhooks },
+      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, telegram: config.telegram ?? undefined, webhooks: config.webhooks, whatsapp: config.whatsapp ?? undefined },
       { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits, locks: new RedisSingletonLocks(redis, prefix) },
     );
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
@@ -147,6 +147,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         publishInterrupt: (request) => interrupts.publish(request),
         enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
+        typing: async (platform, target) => adapters.get(platform)?.typing?.(target),
         dispatchDeliveries: (deliveryIds) => dispatcher.dispatchIds(deliveryIds),
       });
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));

@@ -2,11 +2,12 @@
 // crash between sending and recording is visible as a possible duplicate on the resend.
 import type { Database, Statement } from "better-sqlite3";
 import { fromJson } from "./json-columns.js";
-import type { DeliveryInsert, DeliveryRow } from "./types.js";
+import { DELIVERY_RECEIPT_STATUSES, type DeliveryInsert, type DeliveryReceipt, type DeliveryRow } from "./types.js";
 
-interface StoredDeliveryRow extends Omit<DeliveryRow, "target" | "possible_duplicate"> {
+interface StoredDeliveryRow extends Omit<DeliveryRow, "target" | "possible_duplicate" | "display_metadata"> {
   target: string;
   possible_duplicate: number;
+  display_metadata: string | null;
 }
 
 function toDeliveryRow(row: StoredDeliveryRow): DeliveryRow {
@@ -14,7 +15,24 @@ function toDeliveryRow(row: StoredDeliveryRow): DeliveryRow {
     ...row,
     target: fromJson<Record<string, unknown>>(row.target) ?? {},
     possible_duplicate: row.possible_duplicate !== 0,
+    display_metadata: fromJson<Record<string, unknown>>(row.display_metadata),
   };
+}
+
+const receiptRank = (status: unknown): number => DELIVERY_RECEIPT_STATUSES.indexOf(status as DeliveryReceipt["status"]);
+
+/**
+ * A receipt merged into a row's display metadata. Reports arrive out of order, so the shown
+ * status is the furthest one seen (failed is furthest), and each status keeps its first time.
+ */
+export function withReceipt(metadata: Record<string, unknown> | null, receipt: DeliveryReceipt): Record<string, unknown> {
+  const previous = metadata ?? {};
+  const times = { ...(previous.receipts as Record<string, number> | undefined) };
+  times[receipt.status] ??= receipt.at;
+  const furthest = receiptRank(receipt.status) > receiptRank(previous.receipt) ? receipt.status : previous.receipt;
+  const merged: Record<string, unknown> = { ...previous, receipt: furthest, receipts: times };
+  if (receipt.errors?.length) merged.receipt_errors = receipt.errors;
+  return merged;
 }
 
 export class DeliverySql {
@@ -26,6 +44,8 @@ export class DeliverySql {
   private readonly selectUnsent: Statement<[number], StoredDeliveryRow>;
   private readonly selectForSession: Statement<[string], StoredDeliveryRow>;
   private readonly setEditTarget: Statement<[string, number, number]>;
+  private readonly selectByPlatformMessage: Statement<[string, string], StoredDeliveryRow>;
+  private readonly setDisplayMetadata: Statement<[string, number, number]>;
 
   constructor(db: Database) {
     this.insert = db.prepare(
@@ -58,6 +78,10 @@ export class DeliverySql {
     this.setEditTarget = db.prepare(
       "UPDATE deliveries SET target = json_set(target, '$.edit_message_id', ?), updated_at = ? WHERE id = ? AND status = 'pending' AND attempts = 0",
     );
+    this.selectByPlatformMessage = db.prepare(
+      "SELECT * FROM deliveries WHERE platform = ? AND platform_message_id = ? ORDER BY id DESC LIMIT 1",
+    );
+    this.setDisplayMetadata = db.prepare("UPDATE deliveries SET display_metadata = ?, updated_at = ? WHERE id = ?");
   }
 
   /** Must run inside a transaction for all-or-nothing. */
@@ -97,6 +121,16 @@ export class DeliverySql {
   /** Send the reply as an edit of an already posted (streamed) message; false when too late. */
   editInstead(id: number, messageId: string, now: number): boolean {
     return this.setEditTarget.run(messageId, now, id).changes > 0;
+  }
+
+  /** Must run inside a transaction (read, merge, write). */
+  recordReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt, now: number): DeliveryRow | null {
+    const stored = this.selectByPlatformMessage.get(platform, platformMessageId);
+    if (!stored) return null;
+    const row = toDeliveryRow(stored);
+    const metadata = withReceipt(row.display_metadata, receipt);
+    this.setDisplayMetadata.run(JSON.stringify(metadata), now, row.id);
+    return { ...row, display_metadata: metadata, updated_at: now };
   }
 
   unsent(limit: number): DeliveryRow[] {

@@ -93,6 +93,16 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX deliveries_unsent ON deliveries (id) WHERE status IN ('pending', 'sending');
     `,
   },
+  {
+    // What the platform later reports about a sent reply (WhatsApp's sent/delivered/read/failed),
+    // found by the message id the send returned.
+    version: 2,
+    sql: `
+      ALTER TABLE deliveries ADD COLUMN display_metadata TEXT;
+      CREATE INDEX deliveries_platform_message ON deliveries (platform, platform_message_id)
+        WHERE platform_message_id IS NOT NULL;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

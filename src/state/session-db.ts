@@ -21,6 +21,7 @@ import type {
   ConversationReadOptions,
   CreateSessionInput,
   DeliveryInsert,
+  DeliveryReceipt,
   DeliveryRow,
   FlushResult,
   InboxInsert,
@@ -94,6 +95,7 @@ export class SessionDB implements SessionStore {
   private readonly flushTransaction: (sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions) => FlushResult;
   private readonly ensureForKeyTransaction: (sessionKey: string, newId: string, input: CreateSessionInput) => SessionRow;
   private readonly createDeliveriesTransaction: (inserts: DeliveryInsert[]) => number[];
+  private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private closed = false;
@@ -135,6 +137,10 @@ export class SessionDB implements SessionStore {
     this.ensureForKeyTransaction = (sessionKey, newId, input) => ensure.immediate(sessionKey, newId, input);
     const createDeliveries = this.db.transaction((inserts: DeliveryInsert[]) => this.deliveries.insertAll(inserts, this.clock()));
     this.createDeliveriesTransaction = (inserts) => createDeliveries.immediate(inserts);
+    const recordReceipt = this.db.transaction((platform: string, platformMessageId: string, receipt: DeliveryReceipt) =>
+      this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
+    );
+    this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
 
     this.notifier = options.notifier ?? null;
     this.unsubscribeNotifier =
@@ -375,6 +381,10 @@ export class SessionDB implements SessionStore {
 
   async deliveriesForSession(sessionId: string): Promise<DeliveryRow[]> {
     return this.run(() => this.deliveries.forSession(sessionId));
+  }
+
+  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
+    return this.run(() => this.recordReceiptTransaction(platform, platformMessageId, receipt));
   }
 
   // ---- lifecycle ----

@@ -181,8 +181,23 @@ export interface DeliveryRow {
   possible_duplicate: boolean;
   platform_message_id: string | null;
   last_error: string | null;
+  /** What the platform reported after the send (see DeliveryReceipt), for display; null before any report. */
+  display_metadata: Record<string, unknown> | null;
   created_at: number;
   updated_at: number;
+}
+
+/** The platform's word on a sent message, in the order a message goes through them. */
+export const DELIVERY_RECEIPT_STATUSES = ["sent", "delivered", "read", "failed"] as const;
+export type DeliveryReceiptStatus = (typeof DELIVERY_RECEIPT_STATUSES)[number];
+
+/** A status report for a sent reply (WhatsApp's `statuses[]`). */
+export interface DeliveryReceipt {
+  status: DeliveryReceiptStatus;
+  /** When the platform says it happened, epoch seconds. */
+  at: number;
+  /** The platform's errors, for a failed message. */
+  errors?: Array<Record<string, unknown>>;
 }
 
 /** Wakes lease waiters when a lease is released somewhere (another process, another host). */
@@ -230,6 +245,13 @@ export interface DeliveryStore {
   setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean>;
   listUnsentDeliveries(limit?: number): Promise<DeliveryRow[]>;
   deliveriesForSession(sessionId: string): Promise<DeliveryRow[]>;
+  /**
+   * A platform's report on a sent reply, found by (platform, the message id its send returned),
+   * merged into the row's display_metadata as `{receipt, receipts: {<status>: at}, receipt_errors}`.
+   * `receipt` never moves back (a late `delivered` after `read` keeps `read`); a repeated report
+   * keeps the first time. Null when no delivery has that id.
+   */
+  recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null>;
 }
 
 /**

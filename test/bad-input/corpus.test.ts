@@ -9,7 +9,9 @@ import WebSocket from "ws";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
 import { makeTempDir } from "../support/tmp.js";
 import { httpCases } from "./http-cases.js";
-import { API_KEY, configYaml, discordKeys, githubHeaders, SLACK_SECRET, TELEGRAM_SECRET, TELEGRAM_TOKEN } from "./keys.js";
+import {
+  API_KEY, configYaml, discordKeys, githubHeaders, SLACK_SECRET, TELEGRAM_SECRET, TELEGRAM_TOKEN, WHATSAPP_APP_SECRET, WHATSAPP_PHONE_NUMBER_ID, WHATSAPP_VERIFY_TOKEN,
+} from "./keys.js";
 import { rawRequest } from "./raw-http.js";
 import { wsFrameCases, wsUpgradeCases } from "./ws-cases.js";
 
@@ -91,6 +93,12 @@ describe("the bad-input corpus", () => {
         TELEGRAM_WEBHOOK_SECRET: TELEGRAM_SECRET,
         // Nothing listens there either: no case gets as far as asking Telegram who the bot is.
         TELEGRAM_API_URL: "http://127.0.0.1:9",
+        WHATSAPP_ACCESS_TOKEN: "EAAcorpus",
+        WHATSAPP_APP_SECRET,
+        WHATSAPP_VERIFY_TOKEN,
+        WHATSAPP_PHONE_NUMBER_ID,
+        // Nothing listens there either.
+        WHATSAPP_API_URL: "http://127.0.0.1:9/v21.0",
       },
     });
     base = gw.gateway.url as string;
@@ -110,7 +118,7 @@ describe("the bad-input corpus", () => {
 
     it("has at least 50 cases over every route", () => {
       expect(cases.length).toBeGreaterThanOrEqual(50);
-      for (const prefix of ["/v1/chat/completions", "/v1/models", "/api/sessions", "/slack/events", "/discord/interactions", "/telegram/webhook", "/webhooks/", "/health"]) {
+      for (const prefix of ["/v1/chat/completions", "/v1/models", "/api/sessions", "/slack/events", "/discord/interactions", "/telegram/webhook", "/webhooks/", "/whatsapp/webhook", "/health"]) {
         expect(cases.some((c) => c.path.startsWith(prefix)), prefix).toBe(true);
       }
     });

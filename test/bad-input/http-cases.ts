@@ -12,6 +12,9 @@ import {
   standardHeaders,
   strangerKeys,
   TELEGRAM_SECRET,
+  WHATSAPP_PHONE_NUMBER_ID,
+  WHATSAPP_VERIFY_TOKEN,
+  whatsappHeaders,
 } from "./keys.js";
 
 export interface HttpCase {
@@ -48,6 +51,13 @@ const telegramUpdate = JSON.stringify({
 const telegramSecret = { "x-telegram-bot-api-secret-token": TELEGRAM_SECRET };
 const discordPing = JSON.stringify({ id: "1", application_id: "2", type: 1, token: "t" });
 const hook = (fields: Record<string, unknown>): string => JSON.stringify({ id: `corpus-${Math.random().toString(36).slice(2)}`, chat_id: "c1", user_id: "u1", text: "hi", ...fields });
+const waMessage = (fields: Record<string, unknown>): Record<string, unknown> => ({ from: "16505551234", id: `wamid.corpus${Math.random().toString(36).slice(2)}`, type: "text", text: { body: "hi" }, ...fields });
+const waBody = (messages: unknown, value: Record<string, unknown> = {}): string =>
+  JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [{ id: "1", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { phone_number_id: WHATSAPP_PHONE_NUMBER_ID }, messages, ...value } }] }],
+  });
+const verify = (query: Record<string, string>): string => `/whatsapp/webhook?${new URLSearchParams(query)}`;
 const tenMinutesAgo = (): string => String(nowSeconds() - 600);
 
 export function httpCases(): HttpCase[] {
@@ -56,6 +66,8 @@ export function httpCases(): HttpCase[] {
   const validPing = discordHeaders(discordPing, discordTs);
   const forgedSig = "ab".repeat(64);
   const ghBody = hook({});
+  const waGood = waBody([waMessage({})]);
+  const waSigned = (body: string) => ({ ...json, ...whatsappHeaders(body) });
   const stdBody = hook({});
   return [
     // ---- POST /v1/chat/completions ----
@@ -197,6 +209,41 @@ export function httpCases(): HttpCase[] {
     { name: "webhook: overlong route name", method: "POST", path: `/webhooks/${"r".repeat(5000)}`, headers: { ...json, ...githubHeaders(ghBody) }, body: ghBody, status: [400, 404, 414] },
     { name: "webhook: raw ../ climbing to the API", method: "POST", path: "/webhooks/gh/../../v1/chat/completions", headers: json, body: goodChat, status: [401, 404] },
     { name: "webhook: GET", method: "GET", path: "/webhooks/gh", status: [404, 405] },
+
+    // ---- GET/POST /whatsapp/webhook ----
+    { name: "whatsapp verify: wrong verify token", method: "GET", path: verify({ "hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1" }), status: 403 },
+    { name: "whatsapp verify: no verify token", method: "GET", path: verify({ "hub.mode": "subscribe", "hub.challenge": "1" }), status: 403 },
+    { name: "whatsapp verify: mode is not subscribe", method: "GET", path: verify({ "hub.mode": "unsubscribe", "hub.verify_token": WHATSAPP_VERIFY_TOKEN, "hub.challenge": "1" }), status: 403 },
+    { name: "whatsapp verify: the token twice, the second one right", method: "GET", path: `/whatsapp/webhook?hub.mode=subscribe&hub.verify_token=nope&hub.verify_token=${WHATSAPP_VERIFY_TOKEN}&hub.challenge=1`, status: 403 },
+    { name: "whatsapp verify: no challenge", method: "GET", path: verify({ "hub.mode": "subscribe", "hub.verify_token": WHATSAPP_VERIFY_TOKEN }), status: 400 },
+    { name: "whatsapp verify: overlong challenge", method: "GET", path: verify({ "hub.mode": "subscribe", "hub.verify_token": WHATSAPP_VERIFY_TOKEN, "hub.challenge": "9".repeat(5000) }), status: [400, 414] },
+    { name: "whatsapp: no signature", method: "POST", path: "/whatsapp/webhook", headers: json, body: waGood, status: 401 },
+    { name: "whatsapp: forged signature", method: "POST", path: "/whatsapp/webhook", headers: { ...json, "x-hub-signature-256": `sha256=${"0".repeat(64)}` }, body: waGood, status: 401 },
+    { name: "whatsapp: signed with another secret", method: "POST", path: "/whatsapp/webhook", headers: { ...json, ...whatsappHeaders(waGood, "not-the-app-secret") }, body: waGood, status: 401 },
+    { name: "whatsapp: sha1 signature scheme", method: "POST", path: "/whatsapp/webhook", headers: { ...json, "x-hub-signature-256": whatsappHeaders(waGood)["x-hub-signature-256"].replace("sha256=", "sha1=") }, body: waGood, status: 401 },
+    { name: "whatsapp: bare hex without sha256=", method: "POST", path: "/whatsapp/webhook", headers: { ...json, "x-hub-signature-256": whatsappHeaders(waGood)["x-hub-signature-256"].slice("sha256=".length) }, body: waGood, status: 401 },
+    { name: "whatsapp: signature over another body", method: "POST", path: "/whatsapp/webhook", headers: waSigned(waBody([waMessage({ text: { body: "other" } })])), body: waGood, status: 401 },
+    { name: "whatsapp: signed malformed JSON", method: "POST", path: "/whatsapp/webhook", headers: waSigned('{"object":'), body: '{"object":', status: 400 },
+    { name: "whatsapp: signed JSON array", method: "POST", path: "/whatsapp/webhook", headers: waSigned("[]"), body: "[]", status: 400 },
+    { name: "whatsapp: signed, no entry", method: "POST", path: "/whatsapp/webhook", headers: waSigned('{"object":"whatsapp_business_account"}'), body: '{"object":"whatsapp_business_account"}', status: 400 },
+    ...(
+      [
+        ["message without an id", [waMessage({ id: undefined })]],
+        ["message without a sender", [waMessage({ from: undefined })]],
+        ["sender is a number", [waMessage({ from: 16505551234 })]],
+        ["text body is an object", [waMessage({ text: { body: { $ne: "" } } })]],
+        ["messages is an object", { "0": waMessage({}) }],
+      ] as const
+    ).map(([what, messages]) => {
+      const body = waBody(messages);
+      return { name: `whatsapp: signed, ${what}`, method: "POST", path: "/whatsapp/webhook", headers: waSigned(body), body, status: 400 };
+    }),
+    (() => {
+      const body = waBody([], { statuses: [{ id: "wamid.x", status: 5 }] });
+      return { name: "whatsapp: signed, status is a number", method: "POST", path: "/whatsapp/webhook", headers: waSigned(body), body, status: 400 };
+    })(),
+    { name: "whatsapp: body over the size limit", method: "POST", path: "/whatsapp/webhook", headers: { ...json, ...whatsappHeaders(huge('{"object":"', '"}')) }, body: huge('{"object":"', '"}'), status: 413 },
+    { name: "whatsapp: PUT", method: "PUT", path: "/whatsapp/webhook", headers: json, body: "{}", status: [404, 405] },
 
     // ---- /health and the rest of the tree ----
     { name: "health: POST", method: "POST", path: "/health", headers: json, body: "{}", status: [404, 405] },

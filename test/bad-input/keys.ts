@@ -2,6 +2,7 @@
 import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { githubSignature, standardSignature } from "../../src/adapters/webhook/signing.js";
 import { slackSignature } from "../../src/adapters/slack/signature.js";
+import { whatsappSignature } from "../../src/adapters/whatsapp/signature.js";
 
 export const API_KEY = "corpus-api-key";
 export const SLACK_SECRET = "corpus-slack-signing-secret";
@@ -9,6 +10,9 @@ export const TELEGRAM_TOKEN = "7012345678:AAHcorpusCorpusCorpusCorpusCorpus00";
 export const TELEGRAM_SECRET = "corpus-telegram-secret_01";
 export const GITHUB_SECRET = "corpus-github-secret";
 export const STANDARD_SECRET = `whsec_${Buffer.from("corpus-standard-secret-32-bytes!").toString("base64")}`;
+export const WHATSAPP_APP_SECRET = "corpus-whatsapp-app-secret";
+export const WHATSAPP_VERIFY_TOKEN = "corpus-whatsapp-verify-token";
+export const WHATSAPP_PHONE_NUMBER_ID = "106540352242922";
 /** Small on purpose: the "text too long" cases stay small bodies. */
 export const MAX_MESSAGE_CHARS = 2000;
 
@@ -35,6 +39,10 @@ export function discordHeaders(body: string, timestamp = String(nowSeconds()), k
 
 export function githubHeaders(body: string, delivery?: string, secret = GITHUB_SECRET): Record<string, string> {
   return { "x-hub-signature-256": githubSignature(secret, body), ...(delivery ? { "x-github-delivery": delivery } : {}) };
+}
+
+export function whatsappHeaders(body: string, secret = WHATSAPP_APP_SECRET): Record<string, string> {
+  return { "x-hub-signature-256": whatsappSignature(secret, body) };
 }
 
 export function standardHeaders(body: string, id: string, timestamp = String(nowSeconds())): Record<string, string> {

@@ -56,7 +56,13 @@ beforeAll(async () => {
     protectedRoutes: [
       createApiServerRouter({
         // Each test gets a fresh scripted ingress; the router reaches it through these.
-        ingress: { accept: (m) => ingress.accept(m), waitForOutcome: (id, ms) => ingress.waitForOutcome(id, ms), interrupt: async () => undefined },
+        ingress: {
+          accept: (m) => ingress.accept(m),
+          waitForOutcome: (id, ms) => ingress.waitForOutcome(id, ms),
+          interrupt: async () => undefined,
+          recordRejected: (m, reason) => ingress.recordRejected(m, reason),
+          recordDeliveryReceipt: async () => false,
+        },
         store: {
           conversationIdOf: (id) => ingress.storeView().conversationIdOf(id),
           getInboxRow: (id) => ingress.storeView().getInboxRow(id),

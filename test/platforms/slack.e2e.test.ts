@@ -134,6 +134,9 @@ describe("Slack through the gateway", () => {
     expect(await inboxTotal(gw.gateway)).toBe(before + 1);
     await waitFor(() => fake.messagesIn(mention.channel).length === 2, 10_000, "answer to the follow-up");
     expect(fake.messagesIn(mention.channel).map((m) => m.thread_ts)).toEqual([mention.ts, mention.ts]);
+    // The streamed preview is there; its final edit comes with the delivery: let it land here
+    // rather than in the next test's calls.
+    await sentReply(gw, { ...mention, eventId: followUp.eventId });
   });
 
   it("waits out a 429's Retry-After, then delivers the reply exactly once", async () => {

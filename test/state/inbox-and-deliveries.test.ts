@@ -123,6 +123,7 @@ describe("deliveries", () => {
       possible_duplicate: false,
       platform_message_id: null,
       last_error: null,
+      display_metadata: null,
       created_at: 3,
       updated_at: 3,
     });
@@ -178,5 +179,39 @@ describe("deliveries", () => {
     expect(await db.listUnsentDeliveries(1)).toHaveLength(1);
     expect((await db.deliveriesForSession("s1")).map((d) => d.id)).toEqual([a, b]);
     expect((await db.getDelivery(a))?.inbox_id).toBe(row.id);
+  });
+
+  it("receipts: found by the platform's message id, shown in display_metadata, never moving back, first time kept", async () => {
+    let now = 10;
+    const db = store.open({ now: () => now });
+    const [a, b] = await db.createDeliveries([
+      { platform: "whatsapp", sessionId: "s", target: { to: "1555" }, text: "a" },
+      { platform: "whatsapp", sessionId: "s", target: { to: "1555" }, text: "b" },
+    ]);
+    await db.claimDelivery(a);
+    await db.markDeliverySent(a, "wamid.A");
+    await db.claimDelivery(b);
+    await db.markDeliverySent(b, "wamid.B");
+
+    expect(await db.recordDeliveryReceipt("whatsapp", "wamid.unknown", { status: "sent", at: 100 })).toBeNull();
+    // The same id on another platform is another message.
+    expect(await db.recordDeliveryReceipt("slack", "wamid.A", { status: "sent", at: 100 })).toBeNull();
+
+    now = 11;
+    const sent = await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "sent", at: 100 });
+    expect(sent).toMatchObject({ id: a, status: "sent", display_metadata: { receipt: "sent", receipts: { sent: 100 } }, updated_at: 11 });
+    // Out of order: read arrives before delivered; the shown status stays read.
+    await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "read", at: 102 });
+    await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "delivered", at: 101 });
+    // A repeated report keeps the first time.
+    await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "sent", at: 150 });
+    expect((await db.getDelivery(a))?.display_metadata).toEqual({ receipt: "read", receipts: { sent: 100, delivered: 101, read: 102 } });
+    // The row's own status is the ledger's: still sent.
+    expect((await db.getDelivery(a))?.status).toBe("sent");
+
+    const errors = [{ code: 131026, title: "Message undeliverable" }];
+    await db.recordDeliveryReceipt("whatsapp", "wamid.B", { status: "failed", at: 200, errors });
+    expect((await db.getDelivery(b))?.display_metadata).toEqual({ receipt: "failed", receipts: { failed: 200 }, receipt_errors: errors });
+    expect((await db.getDelivery(a))?.display_metadata).toMatchObject({ receipt: "read" });
   });
 });

@@ -2,6 +2,7 @@
 // (platform, platformMessageId), and resolves waitForOutcome with a scripted reply.
 import type {
   AcceptResult,
+  DeliveryReceipt,
   GatewayIngress,
   InboundMessage,
   TurnOutcome,
@@ -15,6 +16,10 @@ export interface RecordedAccept {
 export class RecordingIngress implements GatewayIngress {
   readonly calls: RecordedAccept[] = [];
   readonly interrupts: Array<{ sessionId: string; options: { text?: string; hard?: boolean } }> = [];
+  readonly rejected: Array<{ message: InboundMessage; reason: string }> = [];
+  readonly receipts: Array<{ platform: string; platformMessageId: string; receipt: DeliveryReceipt }> = [];
+  /** Message ids of sent replies recordDeliveryReceipt finds (others answer false). */
+  readonly sentReplyIds = new Set<string>();
   /** The reply a turn produces; `null` makes waitForOutcome never resolve (it times out). */
   reply: ((message: InboundMessage) => string) | null = (message) => `echo: ${message.text}`;
   /** When set, accept() throws this error (the durable write failed). */
@@ -63,5 +68,17 @@ export class RecordingIngress implements GatewayIngress {
 
   async interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void> {
     this.interrupts.push({ sessionId, options });
+  }
+
+  async recordRejected(message: InboundMessage, reason: string): Promise<AcceptResult> {
+    if (this.failWith) throw this.failWith;
+    this.rejected.push({ message, reason });
+    return { status: "rejected", reason };
+  }
+
+  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<boolean> {
+    if (this.failWith) throw this.failWith;
+    this.receipts.push({ platform, platformMessageId, receipt });
+    return this.sentReplyIds.has(platformMessageId);
   }
 }

@@ -138,4 +138,5 @@ export class StubStore implements SessionStore {
   onSessionTurnLeaseReleased(): () => void { return notUsed("onSessionTurnLeaseReleased"); }
   listUnsentDeliveries(): Promise<DeliveryRow[]> { return notUsed("listUnsentDeliveries"); }
   deliveriesForSession(): Promise<DeliveryRow[]> { return notUsed("deliveriesForSession"); }
+  recordDeliveryReceipt(): Promise<DeliveryRow | null> { return notUsed("recordDeliveryReceipt"); }
 }

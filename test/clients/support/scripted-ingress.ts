@@ -54,6 +54,16 @@ export class ScriptedIngress implements GatewayIngress {
     return { status: "accepted", inboxId: row.id, sessionId, enqueued: true };
   }
 
+  async recordRejected(message: InboundMessage, reason: string): Promise<AcceptResult> {
+    this.accepted.push(message);
+    return { status: "rejected", reason };
+  }
+
+  /** No client protocol sends replies through the ledger. */
+  async recordDeliveryReceipt(): Promise<boolean> {
+    return false;
+  }
+
   async waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome> {
     const row = this.rows.get(inboxId);
     if (!row) throw new Error(`unknown inbox row ${inboxId}`);

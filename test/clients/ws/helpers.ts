@@ -44,6 +44,15 @@ export class RecordingIngress implements GatewayIngress {
     throw new Error("not used by the hub");
   }
 
+  async recordRejected(message: InboundMessage, reason: string): Promise<AcceptResult> {
+    this.accepted.push(message);
+    return { status: "rejected", reason };
+  }
+
+  async recordDeliveryReceipt(): Promise<boolean> {
+    throw new Error("not used by the hub");
+  }
+
   async interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void> {
     this.interrupts.push({ sessionId, options });
   }
