@@ -126,10 +126,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     cleanups.push(() => threads.close());
     const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: `${prefix}:rate-limits`, logger });
     cleanups.push(() => rateLimits.close());
-    const adapterList: PlatformAdapter[] = createAdapters(
-      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, webhooks: config.webhooks },
-      { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits },
-    );
+    const adapterList: PlatformAdapter[] = createAdapters(config, { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits });
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
     const sendingPlatforms = (): Set<string> => new Set(adapters.keys());
     const deliveryDeps = { config, store, queues, adapters, events, metrics, logger, redisOptions };
