@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { EventPublisher, EventSubscriber, GatewayEvent, SubscribeOptions } from "./types.js";
+import type { EventKind, EventPublisher, EventSubscriber, GatewayEvent, SubscribeOptions } from "./types.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
 export interface EventBusOptions {
@@ -200,7 +200,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
   }
 
   /** Append an event to the session's stream and publish it live; its stream id is its id. */
-  async publish(sessionId: string, kind: string, data: Record<string, unknown>): Promise<GatewayEvent> {
+  async publish(sessionId: string, kind: EventKind, data: Record<string, unknown>): Promise<GatewayEvent> {
     const ts = Date.now();
     const dataJson = JSON.stringify(data);
     const body = `{"session_id":${JSON.stringify(sessionId)},"kind":${JSON.stringify(kind)},"data":${dataJson},"ts":${ts}}`;
@@ -399,7 +399,7 @@ function eventFromMessage(sessionId: string, message: string): GatewayEvent | nu
   try {
     const body = JSON.parse(message.slice(space + 1)) as { kind?: unknown; data?: unknown; ts?: unknown };
     if (typeof body.kind !== "string" || typeof body.ts !== "number" || !isRecord(body.data)) return null;
-    return { id: message.slice(0, space), session_id: sessionId, kind: body.kind, data: body.data, ts: body.ts };
+    return { id: message.slice(0, space), session_id: sessionId, kind: storedKind(body.kind), data: body.data, ts: body.ts };
   } catch {
     return null;
   }
@@ -413,10 +413,18 @@ function eventFromEntry(sessionId: string, id: string, fields: string[]): Gatewa
   try {
     const data: unknown = JSON.parse(values.get("data") ?? "null");
     if (kind === undefined || !Number.isFinite(ts) || !isRecord(data)) return null;
-    return { id, session_id: sessionId, kind, data, ts };
+    return { id, session_id: sessionId, kind: storedKind(kind), data, ts };
   } catch {
     return null;
   }
+}
+
+/**
+ * A kind read back from Redis. Only publish() writes there, with a typed kind; a kind that a newer
+ * gateway sharing the Redis added is passed on as is rather than dropped.
+ */
+function storedKind(kind: string): EventKind {
+  return kind as EventKind;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
