@@ -16,6 +16,7 @@ import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { EventKind, EventPublisher, EventSubscriber, GatewayEvent, SubscribeOptions } from "./types.js";
+import { RedisKeys } from "./keys.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
 export interface EventBusOptions {
@@ -26,7 +27,7 @@ export interface EventBusOptions {
    * and closes it on close(); when given, its owner closes it.
    */
   subscriber?: Redis;
-  /** Key prefix: streams are `<prefix>:events:<session>`. */
+  /** The deployment's key prefix (its names: RedisKeys). */
   prefix: string;
   /** Approximate stream length kept per session (`XADD MAXLEN ~`). */
   maxLenPerSession?: number;
@@ -170,7 +171,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
   private readonly redis: Redis;
   /** Created on first subscribe when not given, so a publish-only process opens no extra connection. */
   private readonly link: SubscriberLink;
-  private readonly prefix: string;
+  private readonly keys: RedisKeys;
   private readonly maxLen: number;
   private readonly ttlSeconds: number;
   private readonly logger: Logger | undefined;
@@ -180,7 +181,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
 
   constructor(options: EventBusOptions) {
     this.redis = options.redis;
-    this.prefix = options.prefix;
+    this.keys = new RedisKeys(options.prefix);
     this.maxLen = options.maxLenPerSession ?? DEFAULT_MAX_LEN;
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
     this.logger = options.logger;
@@ -192,11 +193,11 @@ export class EventBus implements EventPublisher, EventSubscriber {
   }
 
   streamKey(sessionId: string): string {
-    return `${this.prefix}:events:${sessionId}`;
+    return this.keys.eventStream(sessionId);
   }
 
   private channelName(sessionId: string): string {
-    return `${this.prefix}:events:live:${sessionId}`;
+    return this.keys.eventChannel(sessionId);
   }
 
   /** Append an event to the session's stream and publish it live; its stream id is its id. */

@@ -1,8 +1,8 @@
 // Interrupt requests across processes: every process hears every request and the one running
 // that session's turn acts on it.
 //
-// publish() appends the request to a short Redis Stream (`<prefix>:interrupts:log`) and publishes
-// it, with its stream id, on `<prefix>:interrupts`, in one script, so the channel order is the log
+// publish() appends the request to a short Redis Stream (RedisKeys.interruptLog) and publishes
+// it, with its stream id, on RedisKeys.interruptChannel, in one script, so the channel order is the log
 // order. A bus delivers the requests logged after its first onInterrupt() call in that order and
 // at most once each (ids at or below the last one delivered are skipped): live over pub/sub and,
 // when its subscriber connection comes back after a drop, by reading the log after the last id
@@ -20,6 +20,7 @@ import type { Logger } from "pino";
 import type { InterruptPublisher, InterruptRequest } from "./types.js";
 import { CatchUpFeed } from "./event-bus.js";
 import { InterruptLog, parseChannelMessage, type LoggedInterrupt } from "./interrupt-log.js";
+import { RedisKeys } from "./keys.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
 export interface InterruptBusOptions {
@@ -27,6 +28,7 @@ export interface InterruptBusOptions {
   redis: Redis;
   /** Pub/sub connection; when omitted, created by `redis.duplicate()` and closed on close(). */
   subscriber?: Redis;
+  /** The deployment's key prefix (its names: RedisKeys). */
   prefix: string;
   /** After a reconnect, requests older than this are not delivered. Default 30 s. */
   catchUpWindowMs?: number;
@@ -54,10 +56,11 @@ export class InterruptBus implements InterruptPublisher {
   private closed = false;
 
   constructor(options: InterruptBusOptions) {
-    this.channel = `${options.prefix}:interrupts`;
+    const keys = new RedisKeys(options.prefix);
+    this.channel = keys.interruptChannel;
     this.catchUpWindowMs = options.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS;
     const ttlSeconds = Math.ceil(this.catchUpWindowMs / 1000) + LOG_TTL_BEYOND_WINDOW_SECONDS;
-    this.log = new InterruptLog(options.redis, `${this.channel}:log`, this.channel, ttlSeconds);
+    this.log = new InterruptLog(options.redis, keys.interruptLog, this.channel, ttlSeconds);
     this.logger = options.logger;
     this.link = new SubscriberLink(options.redis, options.subscriber, { message: this.onMessage, close: this.onDisconnect, ready: this.onReconnect });
   }
