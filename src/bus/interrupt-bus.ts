@@ -21,6 +21,7 @@ import type { InterruptPublisher, InterruptRequest } from "./types.js";
 import { CatchUpFeed } from "./event-bus.js";
 import { InterruptLog, parseChannelMessage, type LoggedInterrupt } from "./interrupt-log.js";
 import { RedisKeys } from "./keys.js";
+import { Listeners } from "./listeners.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
 export interface InterruptBusOptions {
@@ -48,7 +49,7 @@ export class InterruptBus implements InterruptPublisher {
   private readonly log: InterruptLog;
   private readonly catchUpWindowMs: number;
   private readonly logger: Logger | undefined;
-  private readonly listeners = new Set<InterruptListener>();
+  private readonly listeners: Listeners<InterruptRequest>;
   /** Orders and deduplicates what this bus delivers; set once listening has begun. */
   private feed: CatchUpFeed<LoggedInterrupt> | null = null;
   private listening: Promise<void> | null = null;
@@ -62,6 +63,7 @@ export class InterruptBus implements InterruptPublisher {
     const ttlSeconds = Math.ceil(this.catchUpWindowMs / 1000) + LOG_TTL_BEYOND_WINDOW_SECONDS;
     this.log = new InterruptLog(options.redis, keys.interruptLog, this.channel, ttlSeconds);
     this.logger = options.logger;
+    this.listeners = new Listeners((err, request) => this.logger?.error({ err, sessionId: request.sessionId }, "interrupt listener threw"));
     this.link = new SubscriberLink(options.redis, options.subscriber, { message: this.onMessage, close: this.onDisconnect, ready: this.onReconnect });
   }
 
@@ -77,18 +79,16 @@ export class InterruptBus implements InterruptPublisher {
   /** Hear every interrupt request; resolves once this process is subscribed. */
   async onInterrupt(listener: InterruptListener): Promise<() => void> {
     if (this.closed) throw new Error("interrupt bus is closed");
-    this.listeners.add(listener);
+    const remove = this.listeners.add(listener);
     this.listening ??= this.startListening();
     try {
       await this.listening;
     } catch (err) {
       this.listening = null;
-      this.listeners.delete(listener);
+      remove();
       throw err;
     }
-    return () => {
-      this.listeners.delete(listener);
-    };
+    return remove;
   }
 
   async close(): Promise<void> {
@@ -157,12 +157,6 @@ export class InterruptBus implements InterruptPublisher {
   };
 
   private deliver(request: InterruptRequest): void {
-    for (const listener of [...this.listeners]) {
-      try {
-        listener(request);
-      } catch (err) {
-        this.logger?.error({ err, sessionId: request.sessionId }, "interrupt listener threw");
-      }
-    }
+    this.listeners.emit(request);
   }
 }

@@ -4,6 +4,7 @@
 // to its poll, never a wrong admission (the lease row in SQLite is the truth).
 import type { Redis } from "ioredis";
 import type { LeaseReleaseNotifier } from "../state/types.js";
+import { Listeners } from "./listeners.js";
 import { PubSubChannel } from "./pubsub-channel.js";
 
 export interface RedisLeaseNotifierOptions {
@@ -13,7 +14,7 @@ export interface RedisLeaseNotifierOptions {
 
 export class RedisLeaseNotifier implements LeaseReleaseNotifier {
   private readonly channel: PubSubChannel;
-  private readonly listeners = new Set<(conversationId: string) => void>();
+  private readonly listeners: Listeners<string>;
   private readonly onError: (err: Error) => void;
   private readonly subscribed: Promise<void>;
   private closed = false;
@@ -26,7 +27,8 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
    */
   constructor(publisher: Redis, subscriber: Redis | null | undefined, channelFamily: string, options: RedisLeaseNotifierOptions = {}) {
     this.onError = options.onError ?? (() => undefined);
-    this.channel = new PubSubChannel({ redis: publisher, subscriber, name: channelFamily, family: true, onMessage: this.handleMessage });
+    this.listeners = new Listeners((err) => this.onError(err instanceof Error ? err : new Error(String(err))));
+    this.channel = new PubSubChannel({ redis: publisher, subscriber, name: channelFamily, family: true, onMessage: (id) => this.listeners.emit(id) });
     this.subscribed = this.channel.listen().catch((err: Error) => this.onError(err));
   }
 
@@ -41,10 +43,7 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
   }
 
   onRelease(listener: (conversationId: string) => void): () => void {
-    this.listeners.add(listener);
-    return () => {
-      this.listeners.delete(listener);
-    };
+    return this.listeners.add(listener);
   }
 
   async close(): Promise<void> {
@@ -53,14 +52,4 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
     this.listeners.clear();
     await this.channel.close();
   }
-
-  private readonly handleMessage = (conversationId: string): void => {
-    for (const listener of [...this.listeners]) {
-      try {
-        listener(conversationId);
-      } catch (err) {
-        this.onError(err instanceof Error ? err : new Error(String(err)));
-      }
-    }
-  };
 }
