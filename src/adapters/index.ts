@@ -1,14 +1,14 @@
 // The platform adapters, and the one place that decides which are enabled.
 import type { Logger } from "pino";
 import type { PlatformAdapter } from "../gateway/types.js";
-import { createDiscordAdapter, type DiscordConfig } from "./discord/index.js";
+import { createDiscordAdapter, discordConfigSection, type DiscordConfig } from "./discord/index.js";
 import type { RateLimitGates } from "./shared/retry-after-gate.js";
 import type { ThreadMemory } from "../bus/thread-memory.js";
-import { createSlackAdapter, slackEnabled, type SlackConfig } from "./slack/index.js";
 import type { SingletonLocks } from "../bus/singleton-lock.js";
-import { createTelegramAdapter, telegramConfigFrom, type TelegramConfig } from "./telegram/index.js";
-import { createWebhookAdapter, type WebhookRouteConfig } from "./webhook/index.js";
-import { createWhatsAppAdapter, whatsappConfigFrom, type WhatsAppConfig } from "./whatsapp/index.js";
+import { createSlackAdapter, slackConfigSection, slackEnabled, type SlackConfig } from "./slack/index.js";
+import { createTelegramAdapter, telegramConfigSection, type TelegramConfig } from "./telegram/index.js";
+import { createWebhookAdapter, webhookConfigSection, type WebhookRoutes } from "./webhook/index.js";
+import { createWhatsAppAdapter, whatsappConfigSection, type WhatsAppConfig } from "./whatsapp/index.js";
 
 export { createSlackAdapter, createSlackStreamingReply, type SlackAdapter, type SlackConfig } from "./slack/index.js";
 export {
@@ -21,9 +21,7 @@ export {
 } from "./discord/index.js";
 export {
   createTelegramAdapter,
-  TelegramConfigError,
-  TelegramFileSchema,
-  telegramConfigFrom,
+  telegramConfigSection,
   type TelegramAdapter,
   type TelegramConfig,
   type TelegramFileSection,
@@ -35,19 +33,33 @@ export {
   verifyWebhook,
   type WebhookRouteConfig,
 } from "./webhook/index.js";
-export { createWhatsAppAdapter, whatsappConfigFrom, WhatsAppFileSchema, type WhatsAppConfig } from "./whatsapp/index.js";
+export { createWhatsAppAdapter, whatsappConfigSection, type WhatsAppConfig } from "./whatsapp/index.js";
 export { ThrottledEditor, type MessageSink, type ThrottledEditorOptions } from "./shared/throttled-editor.js";
 export { createStreamingReply, type MessagePoster } from "./shared/streaming.js";
 export { InMemoryThreadMemory, type ThreadMemory } from "../bus/thread-memory.js";
 export { POSSIBLE_DUPLICATE_NOTE } from "./shared/duplicate-marker.js";
 export { THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "./thread-keys.js";
 
+/**
+ * Every adapter's config section, by its YAML key: main/config.ts composes them with the core's
+ * settings. An adapter with settings adds its section here and its construction below.
+ */
+export const adapterConfigSections = {
+  slack: slackConfigSection,
+  discord: discordConfigSection,
+  telegram: telegramConfigSection,
+  webhooks: webhookConfigSection,
+  whatsapp: whatsappConfigSection,
+};
+
+/** The adapters' settings, as the sections give them (null or absent: that adapter is off). */
 export interface AdaptersConfig {
-  slack?: SlackConfig;
-  discord?: DiscordConfig;
-  telegram?: TelegramConfig;
-  webhooks?: Record<string, WebhookRouteConfig>;
-  whatsapp?: WhatsAppConfig;
+  slack?: SlackConfig | null;
+  discord?: DiscordConfig | null;
+  /** Webhook when a secret is set, long polling otherwise. */
+  telegram?: TelegramConfig | null;
+  webhooks?: WebhookRoutes;
+  whatsapp?: WhatsAppConfig | null;
 }
 
 export interface AdaptersDeps {
@@ -81,38 +93,4 @@ export function createAdapters(config: AdaptersConfig, deps: AdaptersDeps): Plat
   }
   if (config.whatsapp) adapters.push(createWhatsAppAdapter(config.whatsapp, base));
   return adapters;
-}
-
-/** Reads the documented environment variables (webhook routes come from the YAML file). */
-export function adaptersConfigFromEnv(
-  env: Record<string, string | undefined>,
-  webhooks?: Record<string, WebhookRouteConfig>,
-): AdaptersConfig {
-  const value = (name: string) => {
-    const v = env[name]?.trim();
-    return v ? v : undefined;
-  };
-  const config: AdaptersConfig = {};
-  const signingSecret = value("SLACK_SIGNING_SECRET");
-  const botToken = value("SLACK_BOT_TOKEN");
-  const appToken = value("SLACK_APP_TOKEN");
-  if (botToken && (signingSecret || appToken)) {
-    config.slack = { signingSecret, botToken, appToken, apiUrl: value("SLACK_API_URL"), botUserId: value("SLACK_BOT_USER_ID") };
-  }
-  const publicKey = value("DISCORD_PUBLIC_KEY");
-  const discordToken = value("DISCORD_BOT_TOKEN");
-  if (publicKey || discordToken) {
-    config.discord = {
-      publicKey,
-      botToken: discordToken,
-      applicationId: value("DISCORD_APPLICATION_ID"),
-      apiUrl: value("DISCORD_API_URL"),
-    };
-  }
-  const telegram = telegramConfigFrom(env);
-  if (telegram) config.telegram = telegram;
-  if (webhooks && Object.keys(webhooks).length > 0) config.webhooks = webhooks;
-  const whatsapp = whatsappConfigFrom(env);
-  if (whatsapp) config.whatsapp = whatsapp;
-  return config;
 }

@@ -15,7 +15,8 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { EventPublisher, EventSubscriber, GatewayEvent, SubscribeOptions } from "./types.js";
+import type { EventKind, EventPublisher, EventSubscriber, GatewayEvent, SubscribeOptions } from "./types.js";
+import { RedisKeys } from "./keys.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
 export interface EventBusOptions {
@@ -26,7 +27,7 @@ export interface EventBusOptions {
    * and closes it on close(); when given, its owner closes it.
    */
   subscriber?: Redis;
-  /** Key prefix: streams are `<prefix>:events:<session>`. */
+  /** The deployment's key prefix (its names: RedisKeys). */
   prefix: string;
   /** Approximate stream length kept per session (`XADD MAXLEN ~`). */
   maxLenPerSession?: number;
@@ -170,7 +171,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
   private readonly redis: Redis;
   /** Created on first subscribe when not given, so a publish-only process opens no extra connection. */
   private readonly link: SubscriberLink;
-  private readonly prefix: string;
+  private readonly keys: RedisKeys;
   private readonly maxLen: number;
   private readonly ttlSeconds: number;
   private readonly logger: Logger | undefined;
@@ -180,7 +181,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
 
   constructor(options: EventBusOptions) {
     this.redis = options.redis;
-    this.prefix = options.prefix;
+    this.keys = new RedisKeys(options.prefix);
     this.maxLen = options.maxLenPerSession ?? DEFAULT_MAX_LEN;
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
     this.logger = options.logger;
@@ -192,15 +193,15 @@ export class EventBus implements EventPublisher, EventSubscriber {
   }
 
   streamKey(sessionId: string): string {
-    return `${this.prefix}:events:${sessionId}`;
+    return this.keys.eventStream(sessionId);
   }
 
   private channelName(sessionId: string): string {
-    return `${this.prefix}:events:live:${sessionId}`;
+    return this.keys.eventChannel(sessionId);
   }
 
   /** Append an event to the session's stream and publish it live; its stream id is its id. */
-  async publish(sessionId: string, kind: string, data: Record<string, unknown>): Promise<GatewayEvent> {
+  async publish(sessionId: string, kind: EventKind, data: Record<string, unknown>): Promise<GatewayEvent> {
     const ts = Date.now();
     const dataJson = JSON.stringify(data);
     const body = `{"session_id":${JSON.stringify(sessionId)},"kind":${JSON.stringify(kind)},"data":${dataJson},"ts":${ts}}`;
@@ -399,7 +400,7 @@ function eventFromMessage(sessionId: string, message: string): GatewayEvent | nu
   try {
     const body = JSON.parse(message.slice(space + 1)) as { kind?: unknown; data?: unknown; ts?: unknown };
     if (typeof body.kind !== "string" || typeof body.ts !== "number" || !isRecord(body.data)) return null;
-    return { id: message.slice(0, space), session_id: sessionId, kind: body.kind, data: body.data, ts: body.ts };
+    return { id: message.slice(0, space), session_id: sessionId, kind: storedKind(body.kind), data: body.data, ts: body.ts };
   } catch {
     return null;
   }
@@ -413,10 +414,18 @@ function eventFromEntry(sessionId: string, id: string, fields: string[]): Gatewa
   try {
     const data: unknown = JSON.parse(values.get("data") ?? "null");
     if (kind === undefined || !Number.isFinite(ts) || !isRecord(data)) return null;
-    return { id, session_id: sessionId, kind, data, ts };
+    return { id, session_id: sessionId, kind: storedKind(kind), data, ts };
   } catch {
     return null;
   }
+}
+
+/**
+ * A kind read back from Redis. Only publish() writes there, with a typed kind; a kind that a newer
+ * gateway sharing the Redis added is passed on as is rather than dropped.
+ */
+function storedKind(kind: string): EventKind {
+  return kind as EventKind;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,8 +1,8 @@
 // Interrupt requests across processes: every process hears every request and the one running
 // that session's turn acts on it.
 //
-// publish() appends the request to a short Redis Stream (`<prefix>:interrupts:log`) and publishes
-// it, with its stream id, on `<prefix>:interrupts`, in one script, so the channel order is the log
+// publish() appends the request to a short Redis Stream (RedisKeys.interruptLog) and publishes
+// it, with its stream id, on RedisKeys.interruptChannel, in one script, so the channel order is the log
 // order. A bus delivers the requests logged after its first onInterrupt() call in that order and
 // at most once each (ids at or below the last one delivered are skipped): live over pub/sub and,
 // when its subscriber connection comes back after a drop, by reading the log after the last id
@@ -20,6 +20,8 @@ import type { Logger } from "pino";
 import type { InterruptPublisher, InterruptRequest } from "./types.js";
 import { CatchUpFeed } from "./event-bus.js";
 import { InterruptLog, parseChannelMessage, type LoggedInterrupt } from "./interrupt-log.js";
+import { RedisKeys } from "./keys.js";
+import { Listeners } from "./listeners.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
 export interface InterruptBusOptions {
@@ -27,6 +29,7 @@ export interface InterruptBusOptions {
   redis: Redis;
   /** Pub/sub connection; when omitted, created by `redis.duplicate()` and closed on close(). */
   subscriber?: Redis;
+  /** The deployment's key prefix (its names: RedisKeys). */
   prefix: string;
   /** After a reconnect, requests older than this are not delivered. Default 30 s. */
   catchUpWindowMs?: number;
@@ -46,7 +49,7 @@ export class InterruptBus implements InterruptPublisher {
   private readonly log: InterruptLog;
   private readonly catchUpWindowMs: number;
   private readonly logger: Logger | undefined;
-  private readonly listeners = new Set<InterruptListener>();
+  private readonly listeners: Listeners<InterruptRequest>;
   /** Orders and deduplicates what this bus delivers; set once listening has begun. */
   private feed: CatchUpFeed<LoggedInterrupt> | null = null;
   private listening: Promise<void> | null = null;
@@ -54,11 +57,13 @@ export class InterruptBus implements InterruptPublisher {
   private closed = false;
 
   constructor(options: InterruptBusOptions) {
-    this.channel = `${options.prefix}:interrupts`;
+    const keys = new RedisKeys(options.prefix);
+    this.channel = keys.interruptChannel;
     this.catchUpWindowMs = options.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS;
     const ttlSeconds = Math.ceil(this.catchUpWindowMs / 1000) + LOG_TTL_BEYOND_WINDOW_SECONDS;
-    this.log = new InterruptLog(options.redis, `${this.channel}:log`, this.channel, ttlSeconds);
+    this.log = new InterruptLog(options.redis, keys.interruptLog, this.channel, ttlSeconds);
     this.logger = options.logger;
+    this.listeners = new Listeners((err, request) => this.logger?.error({ err, sessionId: request.sessionId }, "interrupt listener threw"));
     this.link = new SubscriberLink(options.redis, options.subscriber, { message: this.onMessage, close: this.onDisconnect, ready: this.onReconnect });
   }
 
@@ -74,18 +79,16 @@ export class InterruptBus implements InterruptPublisher {
   /** Hear every interrupt request; resolves once this process is subscribed. */
   async onInterrupt(listener: InterruptListener): Promise<() => void> {
     if (this.closed) throw new Error("interrupt bus is closed");
-    this.listeners.add(listener);
+    const remove = this.listeners.add(listener);
     this.listening ??= this.startListening();
     try {
       await this.listening;
     } catch (err) {
       this.listening = null;
-      this.listeners.delete(listener);
+      remove();
       throw err;
     }
-    return () => {
-      this.listeners.delete(listener);
-    };
+    return remove;
   }
 
   async close(): Promise<void> {
@@ -154,12 +157,6 @@ export class InterruptBus implements InterruptPublisher {
   };
 
   private deliver(request: InterruptRequest): void {
-    for (const listener of [...this.listeners]) {
-      try {
-        listener(request);
-      } catch (err) {
-        this.logger?.error({ err, sessionId: request.sessionId }, "interrupt listener threw");
-      }
-    }
+    this.listeners.emit(request);
   }
 }

@@ -6,6 +6,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { PubSubChannel } from "./pubsub-channel.js";
 
 /** Destinations remembered at most; expired entries are dropped first. */
 const MAX_ENTRIES = 10_000;
@@ -61,6 +62,7 @@ export interface SharedRateLimitsOptions {
   redis: Redis;
   /** A pub/sub connection (shared with the other buses; not closed here). */
   subscriber: Redis;
+  /** `RedisKeys.rateLimitsChannel`. */
   channel: string;
   logger?: Logger;
 }
@@ -69,13 +71,15 @@ const Announcement = z.object({ scope: z.string(), key: z.string(), untilMs: z.n
 
 export class SharedRateLimits {
   private readonly scopes = new Map<string, RateLimitWindows>();
+  private readonly channel: PubSubChannel;
 
-  private constructor(private readonly options: SharedRateLimitsOptions) {}
+  private constructor(private readonly options: SharedRateLimitsOptions) {
+    this.channel = new PubSubChannel({ redis: options.redis, subscriber: options.subscriber, name: options.channel, onMessage: this.onMessage });
+  }
 
   static async start(options: SharedRateLimitsOptions): Promise<SharedRateLimits> {
     const shared = new SharedRateLimits(options);
-    options.subscriber.on("message", shared.onMessage);
-    await options.subscriber.subscribe(options.channel);
+    await shared.channel.listen();
     return shared;
   }
 
@@ -89,19 +93,17 @@ export class SharedRateLimits {
     return windows;
   }
 
-  async close(): Promise<void> {
-    this.options.subscriber.off("message", this.onMessage);
-    await this.options.subscriber.unsubscribe(this.options.channel).catch(() => undefined);
+  close(): Promise<void> {
+    return this.channel.close();
   }
 
   private announce(scope: string, key: string, untilMs: number): void {
-    this.options.redis.publish(this.options.channel, JSON.stringify({ scope, key, untilMs })).catch((err: Error) => {
+    this.channel.publish(JSON.stringify({ scope, key, untilMs })).catch((err: Error) => {
       this.options.logger?.warn({ err: err.message }, "rate limits: could not tell the other processes");
     });
   }
 
-  private readonly onMessage = (channel: string, message: string): void => {
-    if (channel !== this.options.channel) return;
+  private readonly onMessage = (message: string): void => {
     let parsed: z.infer<typeof Announcement>;
     try {
       parsed = Announcement.parse(JSON.parse(message));

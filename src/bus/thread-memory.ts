@@ -5,6 +5,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
+import { PubSubChannel } from "./pubsub-channel.js";
 
 /** Which threads the bot takes part in, so plain replies there are answered without a mention. */
 export interface ThreadMemory {
@@ -42,6 +43,7 @@ export interface SharedThreadMemoryOptions {
   redis: Redis;
   /** A pub/sub connection (shared with the other buses; not closed here). */
   subscriber: Redis;
+  /** `RedisKeys.threadsChannel`. */
   channel: string;
   /** Session-key prefixes to load, and how a session key maps to a thread key. */
   prefixes: readonly string[];
@@ -52,16 +54,22 @@ export interface SharedThreadMemoryOptions {
 
 export class SharedThreadMemory implements ThreadMemory {
   private readonly memory: InMemoryThreadMemory;
+  private readonly channel: PubSubChannel;
 
   private constructor(private readonly options: SharedThreadMemoryOptions) {
     this.memory = new InMemoryThreadMemory(options.capacity ?? 100_000);
+    this.channel = new PubSubChannel({
+      redis: options.redis,
+      subscriber: options.subscriber,
+      name: options.channel,
+      onMessage: (threadKey) => this.memory.remember(threadKey),
+    });
   }
 
   /** Load the known threads, then follow the other processes' announcements. */
   static async start(options: SharedThreadMemoryOptions): Promise<SharedThreadMemory> {
     const shared = new SharedThreadMemory(options);
-    options.subscriber.on("message", shared.onMessage);
-    await options.subscriber.subscribe(options.channel);
+    await shared.channel.listen();
     for (const prefix of options.prefixes) {
       for (const sessionKey of await options.store.sessionKeysWithPrefix(prefix, options.capacity ?? 100_000)) {
         const key = options.threadKeyOf(sessionKey);
@@ -79,17 +87,12 @@ export class SharedThreadMemory implements ThreadMemory {
     const known = this.memory.has(threadKey);
     this.memory.remember(threadKey);
     if (known) return;
-    this.options.redis.publish(this.options.channel, threadKey).catch((err: Error) => {
+    this.channel.publish(threadKey).catch((err: Error) => {
       this.options.logger?.warn({ err: err.message }, "thread memory: could not tell the other processes");
     });
   }
 
-  async close(): Promise<void> {
-    this.options.subscriber.off("message", this.onMessage);
-    await this.options.subscriber.unsubscribe(this.options.channel).catch(() => undefined);
+  close(): Promise<void> {
+    return this.channel.close();
   }
-
-  private readonly onMessage = (channel: string, threadKey: string): void => {
-    if (channel === this.options.channel) this.memory.remember(threadKey);
-  };
 }

@@ -1,17 +1,39 @@
 // What the gateway core needs from the event and interrupt buses (implemented over Redis).
 
+/**
+ * Every kind of event a session's stream carries: the one list that publishers are typed
+ * against and that the WebSocket docs (docs/clients.md) name, in the order a turn goes through.
+ */
+export const EVENT_KINDS = [
+  "message.queued",
+  "command",
+  "turn.waiting",
+  "turn.started",
+  "status",
+  "delta",
+  "tool.started",
+  "tool.finished",
+  "turn.completed",
+  "turn.failed",
+  "turn.interrupted",
+  "reply.delivered",
+  "reply.status",
+] as const;
+
+export type EventKind = (typeof EVENT_KINDS)[number];
+
 /** One event of a session, as stored in its stream and sent to WebSocket clients. */
 export interface GatewayEvent {
   /** Monotonic per session: `since` replays are exclusive of this id. */
   id: string;
   session_id: string;
-  kind: string;
+  kind: EventKind;
   data: Record<string, unknown>;
   ts: number;
 }
 
 export interface EventPublisher {
-  publish(sessionId: string, kind: string, data: Record<string, unknown>): Promise<GatewayEvent>;
+  publish(sessionId: string, kind: EventKind, data: Record<string, unknown>): Promise<GatewayEvent>;
 }
 
 export interface SubscribeOptions {

@@ -46,7 +46,7 @@ export function requireApiKey(apiKey: string | null): RequestHandler {
     }
     const hadToken = requestToken(req) !== null;
     sendError(res, 401, hadToken ? "invalid_api_key" : "missing_api_key", hadToken ? "invalid API key" : "missing API key: send Authorization: Bearer <key>", {
-      "WWW-Authenticate": 'Bearer realm="switchboard"',
+      headers: { "WWW-Authenticate": 'Bearer realm="switchboard"' },
     });
   };
 }

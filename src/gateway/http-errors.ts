@@ -24,9 +24,18 @@ export const typeForStatus = (status: number): string =>
   : status >= 500 ? "server_error"
   : "invalid_request_error";
 
-export function sendError(res: Response, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
-  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  res.status(status).json({ error: { message, type: typeForStatus(status), code } });
+/** What an error answer may carry besides its message and code. */
+export interface ErrorExtras {
+  /** Response headers (e.g. `WWW-Authenticate`). */
+  headers?: Record<string, string>;
+  /** Top-level fields beside `error` (e.g. the `session_id` a webhook answer names). */
+  fields?: Record<string, unknown>;
+}
+
+/** Answer with the project's JSON error shape; the `type` follows from the status. */
+export function sendError(res: Response, status: number, code: string, message: string, extras: ErrorExtras = {}): void {
+  for (const [k, v] of Object.entries(extras.headers ?? {})) res.setHeader(k, v);
+  res.status(status).json({ error: { message, type: typeForStatus(status), code }, ...extras.fields });
 }
 
 interface BodyParserError {
@@ -37,7 +46,10 @@ interface BodyParserError {
   message?: string;
 }
 
-/** The last express middleware: every error becomes JSON, body-parser errors keep their status. */
+/**
+ * The last error middleware of the app, and of each adapter route: every error becomes JSON,
+ * body-parser errors keep their status, anything unexpected is logged and answered 500.
+ */
 export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     if (res.headersSent) {
@@ -45,7 +57,7 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     if (err instanceof HttpError) {
-      sendError(res, err.status, err.code, err.message, err.headers);
+      sendError(res, err.status, err.code, err.message, { headers: err.headers });
       return;
     }
     const parserError = err as BodyParserError;

@@ -1,35 +1,27 @@
 // Configuration: environment variables plus an optional YAML file, validated at start with
-// errors that name the bad key. Environment wins over the file.
+// errors that name the bad key. Environment wins over the file. The core's settings are read
+// here; each adapter's section (its YAML key, variables, defaults and checks) lives in the
+// adapter's folder, and this loader composes them (gateway/config-section.ts).
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { adapterConfigSections } from "../adapters/index.js";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
-import { TelegramFileSchema, telegramConfigFrom, type TelegramConfig } from "../adapters/index.js";
-import { whatsappConfigFrom, WhatsAppFileSchema, type WhatsAppConfig } from "../adapters/whatsapp/config.js";
+import {
+  ConfigError,
+  envValue,
+  intFrom,
+  loadSections,
+  sectionSchemas,
+  type Env,
+  type SectionSettings,
+} from "../gateway/config-section.js";
 
-const intFrom = (min: number, max?: number) => {
-  const base = z.coerce.number().int().min(min);
-  return max === undefined ? base : base.max(max);
-};
-
-/** Socket Mode's app-level token; the message never repeats the value. */
-const slackAppToken = z.string().startsWith("xapp-", "must be an app-level token (xapp-...)");
+export { ConfigError };
 
 const busyMode = z.enum(BUSY_MODES);
 
-const webhookRoute = z.object({
-  secret: z.string().min(1),
-  style: z.enum(["github", "standard"]).default("github"),
-  reply: z.enum(["sync", "callback"]).default("sync"),
-  callback_url: z.string().url().optional(),
-  sync_timeout_ms: intFrom(100).optional(),
-}).refine((r) => r.reply !== "callback" || Boolean(r.callback_url), {
-  message: "callback_url is required when reply is 'callback'",
-  path: ["callback_url"],
-});
-export type WebhookRouteConfig = z.infer<typeof webhookRoute>;
-
-/** The file's shape (snake_case keys). Every key is optional. */
+/** The file's shape (snake_case keys): the core's keys and every section's. Every key is optional. */
 const fileSchema = z.object({
   host: z.string().optional(),
   port: intFrom(0, 65535).optional(),
@@ -54,16 +46,14 @@ const fileSchema = z.object({
   shutdown_timeout_ms: intFrom(0).optional(),
   turn_reply_timeout_ms: intFrom(1000).optional(),
   log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
-  webhooks: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, "route names are letters, digits, '-' and '_'"), webhookRoute).optional(),
-  slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), app_token: slackAppToken.optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
-  discord: z.object({ bot_token: z.string().optional(), public_key: z.string().optional(), application_id: z.string().optional(), api_url: z.string().url().optional() }).strict().optional(),
-  telegram: TelegramFileSchema.optional(),
-  whatsapp: WhatsAppFileSchema.optional(),
+  ...sectionSchemas(adapterConfigSections),
   ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
 }).strict();
 
+type AdapterSettings = SectionSettings<typeof adapterConfigSections>;
+
 /** Everything a gateway process runs with: the core's settings and the edges' sections. */
-export interface GatewayConfig extends CoreConfig {
+export interface GatewayConfig extends CoreConfig, AdapterSettings {
   host: string;
   port: number;
   dataDir: string;
@@ -71,21 +61,7 @@ export interface GatewayConfig extends CoreConfig {
   apiKey: string | null;
   redisUrl: string | null;
   logLevel: string;
-  webhooks: Record<string, WebhookRouteConfig>;
-  /** Events arrive over signed HTTP (signingSecret), Socket Mode (appToken), or both. */
-  slack: { signingSecret: string | null; botToken: string; appToken: string | null; apiUrl: string; botUserId: string | null } | null;
-  discord: { botToken: string | null; publicKey: string | null; applicationId: string | null; apiUrl: string } | null;
-  /** Webhook when a secret is set, long polling otherwise. */
-  telegram: TelegramConfig | null;
-  whatsapp: WhatsAppConfig | null;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number };
-}
-
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
 }
 
 function describeIssues(source: string, error: z.ZodError): string {
@@ -112,26 +88,12 @@ function readFile(path: string): z.infer<typeof fileSchema> {
   return parsed.data;
 }
 
-/** Environment variables, each validated on its own so the error names the variable. */
-function envValue<T>(env: NodeJS.ProcessEnv, name: string, schema: z.ZodType<T>): T | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return undefined;
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(`${name}: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
-  return parsed.data;
-}
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
+export function loadConfig(env: Env = process.env, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
   const file = env.SWITCHBOARD_CONFIG ? readFile(env.SWITCHBOARD_CONFIG) : {};
   const str = z.string();
   const url = z.string().url();
   const dataDir = envValue(env, "SWITCHBOARD_DATA_DIR", str) ?? file.data_dir ?? "./data";
-  const slackSecret = envValue(env, "SLACK_SIGNING_SECRET", str) ?? file.slack?.signing_secret;
-  const slackToken = envValue(env, "SLACK_BOT_TOKEN", str) ?? file.slack?.bot_token;
-  const slackApp = envValue(env, "SLACK_APP_TOKEN", slackAppToken) ?? file.slack?.app_token;
-  checkSlackKeys(slackSecret, slackToken, slackApp);
-  const discordToken = envValue(env, "DISCORD_BOT_TOKEN", str) ?? file.discord?.bot_token ?? null;
-  const discordKey = envValue(env, "DISCORD_PUBLIC_KEY", z.string().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hex characters")) ?? file.discord?.public_key ?? null;
+  const adapters = loadSections(adapterConfigSections, env, file);
   const config: GatewayConfig = {
     host: envValue(env, "HOST", str) ?? file.host ?? "127.0.0.1",
     port: envValue(env, "PORT", intFrom(0, 65535)) ?? file.port ?? 8080,
@@ -163,26 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     shutdownTimeoutMs: envValue(env, "SHUTDOWN_TIMEOUT_MS", intFrom(0)) ?? file.shutdown_timeout_ms ?? 10_000,
     turnReplyTimeoutMs: envValue(env, "TURN_REPLY_TIMEOUT_MS", intFrom(1000)) ?? file.turn_reply_timeout_ms ?? 120_000,
     logLevel: envValue(env, "LOG_LEVEL", z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])) ?? file.log_level ?? "info",
-    webhooks: file.webhooks ?? {},
-    slack: slackToken
-      ? {
-          signingSecret: slackSecret || null,
-          botToken: slackToken,
-          appToken: slackApp || null,
-          apiUrl: envValue(env, "SLACK_API_URL", url) ?? file.slack?.api_url ?? "https://slack.com/api/",
-          botUserId: envValue(env, "SLACK_BOT_USER_ID", str) ?? file.slack?.bot_user_id ?? null,
-        }
-      : null,
-    discord: discordToken || discordKey
-      ? {
-          botToken: discordToken,
-          publicKey: discordKey,
-          applicationId: envValue(env, "DISCORD_APPLICATION_ID", str) ?? file.discord?.application_id ?? null,
-          apiUrl: envValue(env, "DISCORD_API_URL", url) ?? file.discord?.api_url ?? "https://discord.com/api/v10",
-        }
-      : null,
-    telegram: adapterSection(() => telegramConfigFrom(env, file.telegram)),
-    whatsapp: adapterSection(() => whatsappConfigFrom(env, file.whatsapp)),
+    ...adapters,
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,
@@ -194,28 +137,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`SWITCHBOARD_API_KEY: required when HOST is not a loopback address (HOST=${config.host})`);
   }
   return config;
-}
-
-/** Slack needs the bot token (replies) and a way for events to arrive: a signing secret, an app-level token, or both. */
-function checkSlackKeys(secret: string | undefined, botToken: string | undefined, appToken: string | undefined): void {
-  if (!botToken && (secret || appToken)) {
-    throw new ConfigError("SLACK_BOT_TOKEN: required with SLACK_SIGNING_SECRET or SLACK_APP_TOKEN (replies are sent with it)");
-  }
-  if (botToken && !secret && !appToken) {
-    throw new ConfigError("SLACK_BOT_TOKEN: also set SLACK_SIGNING_SECRET (Events API over HTTP) or SLACK_APP_TOKEN (Socket Mode), or neither");
-  }
-  if (botToken?.startsWith("xapp-")) {
-    throw new ConfigError("SLACK_BOT_TOKEN: is an app-level token (xapp-...); it belongs in SLACK_APP_TOKEN, and the bot token (xoxb-...) here");
-  }
-}
-
-/** An adapter reads its own section; its errors (they name the key) become ConfigErrors. */
-function adapterSection<T>(read: () => T): T {
-  try {
-    return read();
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
 }
 
 /** 0 turns compaction off. */

@@ -23,6 +23,7 @@ import { EventBus } from "../bus/event-bus.js";
 import { healthRouter } from "../clients/health.js";
 import { Ingress } from "../gateway/ingress.js";
 import { InterruptBus } from "../bus/interrupt-bus.js";
+import { RedisKeys } from "../bus/keys.js";
 import { createLogger } from "../gateway/logger.js";
 import { createMetrics, type GatewayMetrics } from "../gateway/metrics.js";
 import { createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
@@ -103,7 +104,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     });
 
     const prefix = config.queuePrefix;
-    const notifier = new RedisLeaseNotifier(redis, subscriber, `${prefix}:lease-released`);
+    const keys = new RedisKeys(prefix);
+    const notifier = new RedisLeaseNotifier(redis, subscriber, keys.leaseReleased);
     cleanups.push(() => notifier.close());
     // WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
     const store = new SessionDB(config.dbPath, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS });
@@ -122,15 +124,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     await untilReady(queues.connection, 5_000).catch((err: Error) => logger.warn({ err: err.message }, "redis is not ready; starting anyway"));
 
     const threads = await SharedThreadMemory.start({
-      store, redis, subscriber, channel: `${prefix}:threads`, prefixes: THREADED_SESSION_PREFIXES, threadKeyOf: threadKeyForSessionKey, logger,
+      store, redis, subscriber, channel: keys.threadsChannel, prefixes: THREADED_SESSION_PREFIXES, threadKeyOf: threadKeyForSessionKey, logger,
     });
     cleanups.push(() => threads.close());
-    const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: `${prefix}:rate-limits`, logger });
+    const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: keys.rateLimitsChannel, logger });
     cleanups.push(() => rateLimits.close());
-    const adapterList: PlatformAdapter[] = createAdapters(
-      { slack: config.slack ?? undefined, discord: config.discord ?? undefined, telegram: config.telegram ?? undefined, webhooks: config.webhooks, whatsapp: config.whatsapp ?? undefined },
-      { logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits, locks: new RedisSingletonLocks(redis, prefix) },
-    );
+    const adapterList: PlatformAdapter[] = createAdapters(config, {
+      logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits, locks: new RedisSingletonLocks(redis, prefix),
+    });
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
     const sendingPlatforms = (): Set<string> => new Set(adapters.keys());
     const deliveryDeps = { config, store, queues, adapters, events, metrics, logger, redisOptions };

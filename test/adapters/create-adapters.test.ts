@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { adaptersConfigFromEnv, createAdapters } from "../../src/adapters/index.js";
+import { createAdapters } from "../../src/adapters/index.js";
+import { loadConfig } from "../../src/main/config.js";
 import { silentLogger } from "./support/http.js";
 
 const deps = { logger: silentLogger, bodyLimitBytes: 1024 * 1024 };
@@ -12,39 +13,40 @@ function publicKeyHex(): string {
 
 describe("createAdapters", () => {
   it("builds nothing without configuration", () => {
-    expect(createAdapters(adaptersConfigFromEnv({}), deps)).toEqual([]);
+    expect(createAdapters(loadConfig({}), deps)).toEqual([]);
   });
 
   it("needs both the Slack secret and token", () => {
-    expect(createAdapters(adaptersConfigFromEnv({ SLACK_SIGNING_SECRET: "s" }), deps)).toEqual([]);
-    const config = adaptersConfigFromEnv({ SLACK_SIGNING_SECRET: "s", SLACK_BOT_TOKEN: "xoxb-1" });
-    expect(config.slack?.apiUrl).toBeUndefined();
+    expect(() => loadConfig({ SLACK_SIGNING_SECRET: "s" })).toThrow(/SLACK_BOT_TOKEN/);
+    expect(createAdapters({ slack: { signingSecret: "s", botToken: "" } }, deps)).toEqual([]);
+    const config = loadConfig({ SLACK_SIGNING_SECRET: "s", SLACK_BOT_TOKEN: "xoxb-1" });
+    expect(config.slack?.apiUrl).toBe("https://slack.com/api/");
     expect(createAdapters(config, deps).map((a) => a.platform)).toEqual(["slack"]);
   });
 
   it("enables Discord with a public key (routes) or a bot token (gateway client)", () => {
-    const withKey = createAdapters(adaptersConfigFromEnv({ DISCORD_PUBLIC_KEY: publicKeyHex() }), deps);
+    const withKey = createAdapters(loadConfig({ DISCORD_PUBLIC_KEY: publicKeyHex() }), deps);
     expect(withKey.map((a) => a.platform)).toEqual(["discord"]);
     expect(withKey[0].routes).toBeTypeOf("function");
     expect(withKey[0].start).toBeUndefined();
-    const withToken = createAdapters(adaptersConfigFromEnv({ DISCORD_BOT_TOKEN: "t" }), deps);
+    const withToken = createAdapters(loadConfig({ DISCORD_BOT_TOKEN: "t" }), deps);
     expect(withToken[0].routes).toBeUndefined();
     expect(withToken[0].start).toBeTypeOf("function");
   });
 
   it("refuses a malformed Discord public key at start-up", () => {
-    expect(() => createAdapters(adaptersConfigFromEnv({ DISCORD_PUBLIC_KEY: "abc" }), deps)).toThrow(/DISCORD_PUBLIC_KEY/);
+    expect(() => createAdapters(loadConfig({ DISCORD_PUBLIC_KEY: "abc" }), deps)).toThrow(/DISCORD_PUBLIC_KEY/);
   });
 
   it("enables Telegram with a bot token: the webhook route with a secret, long polling (start) either way", () => {
     const token = "7012345678:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw4";
-    const polling = createAdapters(adaptersConfigFromEnv({ TELEGRAM_BOT_TOKEN: token }), deps);
+    const polling = createAdapters(loadConfig({ TELEGRAM_BOT_TOKEN: token }), deps);
     expect(polling.map((a) => a.platform)).toEqual(["telegram"]);
     expect(polling[0].routes).toBeUndefined();
     expect(polling[0].start).toBeTypeOf("function");
-    const webhook = createAdapters(adaptersConfigFromEnv({ TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "s3cret" }), deps);
+    const webhook = createAdapters(loadConfig({ TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "s3cret" }), deps);
     expect(webhook[0].routes).toBeTypeOf("function");
-    expect(() => adaptersConfigFromEnv({ TELEGRAM_WEBHOOK_SECRET: "s3cret" })).toThrow(/TELEGRAM_BOT_TOKEN/);
+    expect(() => loadConfig({ TELEGRAM_WEBHOOK_SECRET: "s3cret" })).toThrow(/TELEGRAM_BOT_TOKEN/);
   });
 
   it("enables webhooks when routes exist, and all three together", () => {
@@ -55,7 +57,7 @@ describe("createAdapters", () => {
       DISCORD_API_URL: "http://127.0.0.1:1/api/v10",
     };
     const adapters = createAdapters(
-      adaptersConfigFromEnv(env, { ci: { secret: "x", style: "github", reply: "sync" } }),
+      loadConfig(env, { webhooks: { ci: { secret: "x", style: "github", reply: "sync" } } }),
       deps,
     );
     expect(adapters.map((a) => a.platform)).toEqual(["slack", "discord", "webhook"]);

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createApiServerRouter } from "../../src/clients/openai/index.js";
 import { wordChunks } from "../../src/agent/providers/echo.js";
 import { buildApp } from "../../src/main/app.js";
-import type { EventSubscriber } from "../../src/bus/types.js";
+import type { EventKind, EventSubscriber } from "../../src/bus/types.js";
 import { EventBus } from "../../src/bus/event-bus.js";
 import { deletePrefix, newRedisClient, uniquePrefix } from "../support/redis.js";
 import { ScriptedIngress, type ScriptedTurn, type TurnContext } from "./support/scripted-ingress.js";
@@ -288,7 +288,7 @@ describe("POST /v1/chat/completions (streaming)", () => {
   it("keeps events published before accept() returned, and skips other turns of the session", async () => {
     ingress.runBeforeReturn = true;
     ingress.turn = async (turn: TurnContext) => {
-      const other = (kind: string, data: Record<string, unknown> = {}) => bus.publish(turn.sessionId, kind, { inbox_ids: [999], ...data });
+      const other = (kind: EventKind, data: Record<string, unknown> = {}) => bus.publish(turn.sessionId, kind, { inbox_ids: [999], ...data });
       await other("turn.started");
       await other("delta", { text: "NOT MINE " });
       await other("turn.completed", { final_response: "NOT MINE" });

@@ -1,10 +1,11 @@
 // Picking one request's turn out of its session's events.
 import { describe, expect, it } from "vitest";
 import { TurnEventTracker } from "../../src/clients/openai/index.js";
+import type { EventKind } from "../../src/bus/types.js";
 import type { GatewayEvent } from "../../src/gateway/types.js";
 
 let seq = 0;
-function event(kind: string, data: Record<string, unknown>): GatewayEvent {
+function event(kind: EventKind, data: Record<string, unknown>): GatewayEvent {
   seq++;
   return { id: `1-${seq}`, session_id: "s", kind, data, ts: seq };
 }

@@ -60,6 +60,57 @@ describe("configuration", () => {
   });
 });
 
+describe("config sections", () => {
+  it("checks webhook routes with the webhook adapter's one schema; style and reply keep their documented defaults", () => {
+    const temp = makeTempDir("sb-config-webhooks");
+    try {
+      const cases: Array<[string, RegExp]> = [
+        [`webhooks:\n  ${"r".repeat(65)}:\n    secret: s\n    style: github\n    reply: sync\n`, /webhooks\.r{65}: Invalid key/],
+        ["webhooks:\n  cb:\n    secret: s\n    style: github\n    reply: callback\n    callback_url: ftp://example.com/x\n", /webhooks\.cb\.callback_url/],
+        ["webhooks:\n  gh:\n    secret: s\n    style: github\n    reply: sync\n    sync_timeout_ms: 50\n", /webhooks\.gh\.sync_timeout_ms/],
+        ["webhooks:\n  gh:\n    secret: s\n    style: gitlab\n    reply: sync\n", /webhooks\.gh\.style/],
+        ["webhooks:\n  gh:\n    secret: ''\n    style: github\n    reply: sync\n", /webhooks\.gh\.secret: secret must not be empty/],
+      ];
+      for (const [index, [yaml, error]] of cases.entries()) {
+        const path = join(temp.dir, `case-${index}.yaml`);
+        writeFileSync(path, yaml);
+        expect(() => loadConfig({ SWITCHBOARD_CONFIG: path }), yaml).toThrow(error);
+      }
+      // Every fault of a route is named at once.
+      const both = join(temp.dir, "both.yaml");
+      writeFileSync(both, "webhooks:\n  cb:\n    secret: s\n    style: gitlab\n    reply: callback\n");
+      expect(() => loadConfig({ SWITCHBOARD_CONFIG: both })).toThrow(/webhooks\.cb\.style.*webhooks\.cb\.callback_url/);
+      // A route that names only its secret is a GitHub-style sync route, as documented.
+      const minimal = join(temp.dir, "minimal.yaml");
+      writeFileSync(minimal, "webhooks:\n  gh:\n    secret: s\n");
+      expect(loadConfig({ SWITCHBOARD_CONFIG: minimal }).webhooks.gh).toMatchObject({ style: "github", reply: "sync" });
+    } finally {
+      temp.cleanup();
+    }
+  });
+
+  it("reads Discord's section from the environment or the file, naming a bad public key in either", () => {
+    const temp = makeTempDir("sb-config-discord");
+    try {
+      const key = "ab".repeat(32);
+      const file = join(temp.dir, "discord.yaml");
+      writeFileSync(file, `discord:\n  public_key: ${key}\n  application_id: app-1\n`);
+      expect(loadConfig({ SWITCHBOARD_CONFIG: file }).discord).toEqual({
+        botToken: null,
+        publicKey: key,
+        applicationId: "app-1",
+        apiUrl: "https://discord.com/api/v10",
+      });
+      expect(loadConfig({ SWITCHBOARD_CONFIG: file, DISCORD_BOT_TOKEN: "t", DISCORD_API_URL: "http://127.0.0.1:9/api" }).discord).toMatchObject({ botToken: "t", apiUrl: "http://127.0.0.1:9/api" });
+      expect(() => loadConfig({ DISCORD_PUBLIC_KEY: "abc" })).toThrow(/^DISCORD_PUBLIC_KEY: must be 64 hex characters/);
+      writeFileSync(file, "discord:\n  public_key: abc\n");
+      expect(() => loadConfig({ SWITCHBOARD_CONFIG: file })).toThrow(/discord\.public_key: must be 64 hex characters/);
+    } finally {
+      temp.cleanup();
+    }
+  });
+});
+
 describe("slash commands", () => {
   it("parses the shared commands and nothing else", () => {
     expect(parseCommand("/stop")).toEqual({ name: "stop", argument: "" });

@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { adaptersConfigFromEnv, createAdapters } from "../../src/adapters/index.js";
+import { createAdapters } from "../../src/adapters/index.js";
 import { reconnectDelayMs } from "../../src/adapters/slack/socket-mode.js";
 import { loadConfig } from "../../src/main/config.js";
 import { makeTempDir } from "../support/tmp.js";
@@ -71,16 +71,16 @@ describe("Slack Socket Mode configuration", () => {
 
   it("mounts the HTTP routes only with a signing secret, and starts Socket Mode only with an app token", () => {
     const deps = { logger: pino({ level: "silent" }), bodyLimitBytes: 64 * 1024 };
-    const [socketOnly] = createAdapters(adaptersConfigFromEnv({ SLACK_APP_TOKEN: APP_TOKEN, SLACK_BOT_TOKEN: BOT_TOKEN }), deps);
+    const [socketOnly] = createAdapters(loadConfig({ SLACK_APP_TOKEN: APP_TOKEN, SLACK_BOT_TOKEN: BOT_TOKEN }), deps);
     expect(socketOnly.platform).toBe("slack");
     expect(socketOnly.routes).toBeUndefined();
     expect(socketOnly.start).toBeTypeOf("function");
 
-    const [httpOnly] = createAdapters(adaptersConfigFromEnv({ SLACK_SIGNING_SECRET: "s", SLACK_BOT_TOKEN: BOT_TOKEN }), deps);
+    const [httpOnly] = createAdapters(loadConfig({ SLACK_SIGNING_SECRET: "s", SLACK_BOT_TOKEN: BOT_TOKEN }), deps);
     expect(httpOnly.routes).toBeTypeOf("function");
     expect(httpOnly.start).toBeUndefined();
 
-    expect(createAdapters(adaptersConfigFromEnv({ SLACK_APP_TOKEN: APP_TOKEN }), deps)).toEqual([]);
+    expect(createAdapters({ slack: { botToken: "", appToken: APP_TOKEN } }, deps)).toEqual([]);
   });
 
   it("waits longer after each failed try to connect, up to 30 s", () => {

@@ -14,10 +14,9 @@ import {
   type PlatformAdapter,
   type SendResult,
 } from "../../gateway/types.js";
-import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
-import { PartialSendTracker, sendParts, type PartOperations } from "../shared/multipart-send.js";
+import type { PartOperations } from "../shared/multipart-send.js";
+import { ReplyPipeline } from "../shared/reply-pipeline.js";
 import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.js";
-import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
 import { InMemoryThreadMemory, type ThreadMemory } from "../../bus/thread-memory.js";
@@ -56,11 +55,6 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
   const apiUrl = normaliseDiscordApiUrl(config.apiUrl);
   const rest = new DiscordRest(apiUrl, config.botToken ?? null, deps.fetch ?? fetch);
   const publicKey = config.publicKey ? discordPublicKey(config.publicKey) : null;
-  const tracker = new PartialSendTracker();
-  // Per destination: a 429 on a streamed preview also holds back the delivery that follows it.
-  const previewRateLimits = new RetryAfterGate(deps.rateLimits?.windows("discord"));
-  const destination = (target: Record<string, unknown>): string =>
-    optionalString(target, "interaction_token") ?? optionalString(target, "channel_id") ?? "";
   let gateway: DiscordGatewayClient | null = null;
   let stopped = false;
   let reconnectTimer: NodeJS.Timeout | null = null;
@@ -106,10 +100,18 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
   const opsFor = (target: Record<string, unknown>): PartOperations =>
     optionalString(target, "kind") === "interaction" ? interactionOps(target) : channelOps(target);
 
-  const rememberThread = (target: Record<string, unknown>) => {
-    const threadId = optionalString(target, "thread_id");
-    if (threadId) threads.remember(discordThreadKey(threadId));
-  };
+  const replies = new ReplyPipeline({
+    platform: "Discord",
+    splitLimit: DISCORD_MAX_CONTENT,
+    // Per destination: a 429 on a streamed preview also holds back the delivery that follows it.
+    gate: new RetryAfterGate(deps.rateLimits?.windows("discord")),
+    gateKey: (target) => optionalString(target, "interaction_token") ?? optionalString(target, "channel_id") ?? "",
+    parts: (reply) => opsFor(reply.target),
+    rememberThread: (target) => {
+      const threadId = optionalString(target, "thread_id");
+      if (threadId) threads.remember(discordThreadKey(threadId));
+    },
+  });
 
   const adapter: DiscordAdapter = {
     platform: "discord",
@@ -150,35 +152,11 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
       gateway = null;
     },
 
-    async send(reply: OutboundReply): Promise<SendResult> {
-      previewRateLimits.check(destination(reply.target), "Discord reply");
-      const editId = optionalString(reply.target, "edit_message_id");
-      const marked = editId === null && reply.possibleDuplicate;
-      const text = marked ? markPossibleDuplicate(reply.text) : reply.text;
-      let parts = splitMessage(text, DISCORD_MAX_CONTENT);
-      if (parts.length === 0) parts = ["(empty reply)"];
-      const id = await sendParts(
-        { deliveryId: reply.deliveryId, parts, editMessageId: editId },
-        opsFor(reply.target),
-        tracker,
-      );
-      rememberThread(reply.target);
-      return { platformMessageId: id };
-    },
+    send: (reply: OutboundReply): Promise<SendResult> => replies.send(reply),
 
-    async postMessage(target, text) {
-      const key = destination(target);
-      previewRateLimits.check(key, "Discord preview");
-      const id = await previewRateLimits.track(key, () => opsFor(target).post(truncate(text), 0));
-      rememberThread(target);
-      return id;
-    },
+    postMessage: (target, text) => replies.postPreview(target, () => opsFor(target).post(truncate(text), 0)),
 
-    async edit(target, platformMessageId, text) {
-      const key = destination(target);
-      previewRateLimits.check(key, "Discord preview edit");
-      await previewRateLimits.track(key, () => opsFor(target).edit(platformMessageId, truncate(text)));
-    },
+    edit: (target, platformMessageId, text) => replies.editPreview(target, () => opsFor(target).edit(platformMessageId, truncate(text))),
 
     openStream(target) {
       return createDiscordStreamingReply(adapter, target);

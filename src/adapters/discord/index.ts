@@ -1,5 +1,5 @@
 export { createDiscordAdapter, type DiscordAdapter, type DiscordAdapterDeps } from "./adapter.js";
-export { DEFAULT_DISCORD_API_URL, DISCORD_MAX_CONTENT, type DiscordConfig } from "./config.js";
+export { DEFAULT_DISCORD_API_URL, DISCORD_MAX_CONTENT, discordConfigSection, type DiscordConfig } from "./config.js";
 export { discordSessionKey, stripDiscordMention } from "./channels.js";
 export { discordMessageLike, normaliseDiscordMessage, type DiscordMessageLike } from "./message.js";
 export { normaliseInteractionCommand, type Interaction } from "./interactions.js";

@@ -1,6 +1,6 @@
 // Discord REST calls (fetch), with failures mapped onto the gateway's send errors.
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
-import { parseRetryAfterHeader, secondsToMs } from "../shared/retry-after.js";
+import { parseRetryAfter, secondsToMs } from "../../agent/providers/retry-after.js";
 
 export interface DiscordMessageBody {
   content: string;
@@ -93,7 +93,7 @@ export class DiscordRest {
       const retryAfterMs =
         secondsToMs(info.retry_after) ??
         secondsToMs(response.headers.get("x-ratelimit-reset-after")) ??
-        parseRetryAfterHeader(response.headers.get("retry-after")) ??
+        parseRetryAfter(response.headers.get("retry-after")) ??
         1000;
       throw new RateLimitedError(retryAfterMs, label);
     }

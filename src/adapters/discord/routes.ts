@@ -4,7 +4,8 @@ import { Router } from "express";
 import type { KeyObject } from "node:crypto";
 import type { Logger } from "pino";
 import type { AcceptResult, GatewayIngress } from "../../gateway/types.js";
-import { postRoute, readRawBody, sendError } from "../shared/http.js";
+import { sendError } from "../../gateway/http-errors.js";
+import { postRoute, readRawBody } from "../shared/http.js";
 import {
   EPHEMERAL,
   INTERACTION_RESPONSE,
@@ -29,7 +30,7 @@ export function discordRoutes(ingress: GatewayIngress, ctx: DiscordRouteContext)
     data: { content, flags: EPHEMERAL, allowed_mentions: { parse: [] } },
   });
 
-  postRoute(router, "/discord/interactions", ctx.bodyLimitBytes, async (req, res) => {
+  postRoute(router, "/discord/interactions", ctx, async (req, res) => {
     const raw = readRawBody(req);
     const check = verifyDiscordSignature(
       ctx.publicKey,
@@ -38,20 +39,20 @@ export function discordRoutes(ingress: GatewayIngress, ctx: DiscordRouteContext)
     );
     if (!check.ok) {
       log.warn({ reason: check.reason }, "discord interaction refused");
-      sendError(res, 401, check.reason);
+      sendError(res, 401, "invalid_signature", check.reason);
       return;
     }
     let body: unknown;
     try {
       body = JSON.parse(raw.toString("utf8"));
     } catch {
-      sendError(res, 400, "body is not JSON");
+      sendError(res, 400, "malformed_request", "body is not JSON");
       return;
     }
     const parsed = InteractionSchema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      sendError(res, 400, `invalid interaction: ${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}`);
+      sendError(res, 400, "malformed_request", `invalid interaction: ${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}`);
       return;
     }
     const interaction = parsed.data;

@@ -1,12 +1,13 @@
 // Discord interaction signatures: Ed25519 over `<X-Signature-Timestamp><raw body>`, checked
 // against the application's public key (hex), signature in `X-Signature-Ed25519` (hex).
 import { createPublicKey, verify, type KeyObject } from "node:crypto";
+import { DISCORD_PUBLIC_KEY_HEX } from "./config.js";
 
 export type VerifyResult = { ok: true } | { ok: false; reason: string };
 
 /** The application's public key from its hex form (32 bytes). Throws on a malformed key. */
 export function discordPublicKey(hex: string): KeyObject {
-  if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new Error("DISCORD_PUBLIC_KEY must be 64 hex characters");
+  if (!DISCORD_PUBLIC_KEY_HEX.test(hex)) throw new Error("DISCORD_PUBLIC_KEY must be 64 hex characters");
   const x = Buffer.from(hex, "hex").toString("base64url");
   return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
 }

@@ -9,10 +9,8 @@ import { createSlackStreamingReply } from "./streaming.js";
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
-import { markPossibleDuplicate } from "../shared/duplicate-marker.js";
-import { PartialSendTracker, sendParts } from "../shared/multipart-send.js";
+import { ReplyPipeline } from "../shared/reply-pipeline.js";
 import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.js";
-import { splitMessage } from "../shared/split-message.js";
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
 import { InMemoryThreadMemory, type ThreadMemory } from "../../bus/thread-memory.js";
@@ -57,9 +55,6 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
   const threads = deps.threads ?? new InMemoryThreadMemory();
   const apiUrl = normaliseSlackApiUrl(config.apiUrl);
   const client: WebClient = createSlackWebClient(config.botToken, apiUrl, logger);
-  const tracker = new PartialSendTracker();
-  // Per channel: a 429 on a streamed preview also holds back the delivery that follows it.
-  const previewRateLimits = new RetryAfterGate(deps.rateLimits?.windows("slack"));
   let identity: Promise<string | null> | null = null;
 
   const botUserId = (): Promise<string | null> => {
@@ -109,9 +104,46 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
     }
   };
 
-  const rememberThread = (target: Record<string, unknown>, channel: string, threadTs: string | null) => {
-    if (threadTs) threads.remember(slackThreadKey(optionalString(target, "team") ?? "unknown", channel, threadTs));
+  const channelOf = (target: Record<string, unknown>): string => requiredString(target, "channel", "slack");
+
+  const rememberThread = (target: Record<string, unknown>) => {
+    const threadTs = optionalString(target, "thread_ts");
+    if (threadTs) threads.remember(slackThreadKey(optionalString(target, "team") ?? "unknown", channelOf(target), threadTs));
   };
+
+  const replies = new ReplyPipeline({
+    platform: "Slack",
+    splitLimit: SLACK_MAX_TEXT,
+    // Per channel: a 429 on a streamed preview also holds back the delivery that follows it.
+    gate: new RetryAfterGate(deps.rateLimits?.windows("slack")),
+    gateKey: channelOf,
+    rememberThread,
+    parts: (reply) => {
+      const channel = channelOf(reply.target);
+      const options: PostOptions = {
+        channel,
+        threadTs: optionalString(reply.target, "thread_ts"),
+        metadata: {
+          event_type: "switchboard_reply",
+          event_payload: { delivery_id: reply.deliveryId, session_id: reply.sessionId, possible_duplicate: reply.possibleDuplicate },
+        },
+      };
+      return {
+        post: (part) => post(options, part),
+        edit: async (ts, part) => {
+          try {
+            await client.chat.update({ channel, ts, text: part });
+          } catch (error) {
+            const code = slackErrorCode(error);
+            if (code === null || !UNEDITABLE_ERRORS.has(code)) throw toSendError(error, "chat.update");
+            // The streamed message is gone or frozen: post the final text instead of losing it.
+            logger.warn({ deliveryId: reply.deliveryId, code }, "slack message not editable; posting the reply anew");
+            return post(options, part);
+          }
+        },
+      };
+    },
+  });
 
   const adapter: SlackAdapter = {
     platform: "slack",
@@ -149,63 +181,12 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
 
     botUserId,
 
-    async send(reply: OutboundReply): Promise<SendResult> {
-      const channel = requiredString(reply.target, "channel", "slack");
-      previewRateLimits.check(channel, "Slack reply");
-      const threadTs = optionalString(reply.target, "thread_ts");
-      const editId = optionalString(reply.target, "edit_message_id");
-      // An edit replaces text in place, so repeating it cannot duplicate anything.
-      const marked = editId === null && reply.possibleDuplicate;
-      const text = marked ? markPossibleDuplicate(reply.text) : reply.text;
-      const parts = splitMessage(text.trim() === "" ? "(empty reply)" : text, SLACK_MAX_TEXT);
-      const options: PostOptions = {
-        channel,
-        threadTs,
-        metadata: {
-          event_type: "switchboard_reply",
-          event_payload: {
-            delivery_id: reply.deliveryId,
-            session_id: reply.sessionId,
-            possible_duplicate: reply.possibleDuplicate,
-          },
-        },
-      };
-      const id = await sendParts(
-        { deliveryId: reply.deliveryId, parts, editMessageId: editId },
-        {
-          post: (part) => post(options, part),
-          edit: async (ts, part) => {
-            try {
-              await client.chat.update({ channel, ts, text: part });
-            } catch (error) {
-              const code = slackErrorCode(error);
-              if (code === null || !UNEDITABLE_ERRORS.has(code)) throw toSendError(error, "chat.update");
-              // The streamed message is gone or frozen: post the final text instead of losing it.
-              logger.warn({ deliveryId: reply.deliveryId, code }, "slack message not editable; posting the reply anew");
-              return post(options, part);
-            }
-          },
-        },
-        tracker,
-      );
-      rememberThread(reply.target, channel, threadTs);
-      return { platformMessageId: id };
-    },
+    send: (reply: OutboundReply): Promise<SendResult> => replies.send(reply),
 
-    async postMessage(target, text) {
-      const channel = requiredString(target, "channel", "slack");
-      const threadTs = optionalString(target, "thread_ts");
-      previewRateLimits.check(channel, "Slack preview");
-      const ts = await previewRateLimits.track(channel, () => post({ channel, threadTs }, text));
-      rememberThread(target, channel, threadTs);
-      return ts;
-    },
+    postMessage: (target, text) =>
+      replies.postPreview(target, () => post({ channel: channelOf(target), threadTs: optionalString(target, "thread_ts") }, text)),
 
-    async edit(target, platformMessageId, text) {
-      const channel = requiredString(target, "channel", "slack");
-      previewRateLimits.check(channel, "Slack preview edit");
-      await previewRateLimits.track(channel, () => update(channel, platformMessageId, text));
-    },
+    edit: (target, platformMessageId, text) => replies.editPreview(target, () => update(channelOf(target), platformMessageId, text)),
 
     openStream(target) {
       return createSlackStreamingReply(adapter, target);

@@ -9,6 +9,7 @@ import {
   type Logger as SlackLogger,
 } from "@slack/web-api";
 import type { Logger } from "pino";
+import { secondsToMs } from "../../agent/providers/retry-after.js";
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
 
 /** Slack error codes that no retry can fix. */
@@ -50,7 +51,7 @@ export function createSlackWebClient(botToken: string, apiUrl: string, logger: L
 /** Maps a WebClient failure onto the gateway's send errors. */
 export function toSendError(error: unknown, method: string): Error {
   if (error instanceof WebAPIRateLimitedError) {
-    return new RateLimitedError(error.retryAfter * 1000, `Slack ${method} rate limited; retry after ${error.retryAfter} s`);
+    return new RateLimitedError(secondsToMs(error.retryAfter) ?? 1000, `Slack ${method} rate limited; retry after ${error.retryAfter} s`);
   }
   if (error instanceof WebAPIPlatformError) {
     const code = error.data.error;

@@ -3,7 +3,8 @@
 // never runs inline, so Slack gets its answer well within 3 s.
 import { Router, type Request } from "express";
 import type { Logger } from "pino";
-import { postRoute, readRawBody, sendError } from "../shared/http.js";
+import { sendError } from "../../gateway/http-errors.js";
+import { postRoute, readRawBody } from "../shared/http.js";
 import { SlackEnvelopeSchema } from "./events.js";
 import { slackCommandResponse, type SlackCommandOutcome, type SlackIntake } from "./intake.js";
 import { verifySlackSignature } from "./signature.js";
@@ -31,22 +32,22 @@ export function slackRoutes(ctx: SlackRouteContext): Router {
     return result.ok ? { ok: true, raw } : result;
   };
 
-  postRoute(router, "/slack/events", ctx.bodyLimitBytes, async (req, res) => {
+  postRoute(router, "/slack/events", ctx, async (req, res) => {
     const check = verified(req);
     if (!check.ok) {
       log.warn({ reason: check.reason }, "slack event refused");
-      sendError(res, 401, check.reason);
+      sendError(res, 401, "invalid_signature", check.reason);
       return;
     }
     const parsed = SlackEnvelopeSchema.safeParse(parseJson(check.raw));
     if (!parsed.success) {
-      sendError(res, 400, "body is not a Slack event payload");
+      sendError(res, 400, "malformed_request", "body is not a Slack event payload");
       return;
     }
     const envelope = parsed.data;
     if (envelope.type === "url_verification") {
       if (!envelope.challenge) {
-        sendError(res, 400, "url_verification without challenge");
+        sendError(res, 400, "malformed_request", "url_verification without challenge");
         return;
       }
       res.status(200).json({ challenge: envelope.challenge });
@@ -63,17 +64,17 @@ export function slackRoutes(ctx: SlackRouteContext): Router {
     } catch (error) {
       // Not recorded: a non-2xx answer makes Slack deliver the event again.
       log.error({ err: error, eventId: envelope.event_id }, "slack event could not be recorded");
-      sendError(res, 503, "message could not be recorded; retry later");
+      sendError(res, 503, "dependency_unavailable", "message could not be recorded; retry later");
       return;
     }
     res.status(200).end();
   });
 
-  postRoute(router, "/slack/commands", ctx.bodyLimitBytes, async (req, res) => {
+  postRoute(router, "/slack/commands", ctx, async (req, res) => {
     const check = verified(req);
     if (!check.ok) {
       log.warn({ reason: check.reason }, "slack command refused");
-      sendError(res, 401, check.reason);
+      sendError(res, 401, "invalid_signature", check.reason);
       return;
     }
     const form = new URLSearchParams(check.raw.toString("utf8"));
@@ -86,11 +87,11 @@ export function slackRoutes(ctx: SlackRouteContext): Router {
       outcome = await ctx.intake.command(form);
     } catch (error) {
       log.error({ err: error }, "slack command could not be recorded");
-      sendError(res, 503, "command could not be recorded; retry later");
+      sendError(res, 503, "dependency_unavailable", "command could not be recorded; retry later");
       return;
     }
     if (outcome.kind === "invalid") {
-      sendError(res, 400, outcome.reason);
+      sendError(res, 400, "malformed_request", outcome.reason);
       return;
     }
     res.status(200).json(slackCommandResponse(outcome));

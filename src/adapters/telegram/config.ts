@@ -2,6 +2,7 @@
 // The bot token turns Telegram on. Updates arrive over the webhook when a secret is set, by long
 // polling otherwise.
 import { z } from "zod";
+import { ConfigError, envValue, type ConfigSection, type Env } from "../../gateway/config-section.js";
 
 export interface TelegramConfig {
   /** TELEGRAM_BOT_TOKEN (`<bot id>:<secret>` from BotFather). */
@@ -44,25 +45,9 @@ export const TelegramFileSchema = z
   .strict();
 export type TelegramFileSection = z.infer<typeof TelegramFileSchema>;
 
-/** A bad setting; the message starts with the variable's name. */
-export class TelegramConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "TelegramConfigError";
-  }
-}
-
-function envValue<T>(env: Record<string, string | undefined>, name: string, schema: z.ZodType<T>): T | undefined {
-  const raw = env[name]?.trim();
-  if (!raw) return undefined;
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new TelegramConfigError(`${name}: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
-  return parsed.data;
-}
-
 /** Telegram's settings from the environment (which wins) and the file; null when Telegram is off. */
 export function telegramConfigFrom(
-  env: Record<string, string | undefined>,
+  env: Env,
   file: TelegramFileSection = {},
 ): TelegramConfig | null {
   const token = envValue(env, TELEGRAM_ENV.botToken, botToken) ?? file.bot_token;
@@ -70,11 +55,17 @@ export function telegramConfigFrom(
   const url = envValue(env, TELEGRAM_ENV.webhookUrl, webhookUrl) ?? file.webhook_url ?? null;
   const api = envValue(env, TELEGRAM_ENV.apiUrl, apiUrl) ?? file.api_url ?? DEFAULT_TELEGRAM_API_URL;
   if (!token) {
-    if (secret || url) throw new TelegramConfigError(`${TELEGRAM_ENV.botToken}: required with ${TELEGRAM_ENV.webhookSecret} or ${TELEGRAM_ENV.webhookUrl}`);
+    if (secret || url) throw new ConfigError(`${TELEGRAM_ENV.botToken}: required with ${TELEGRAM_ENV.webhookSecret} or ${TELEGRAM_ENV.webhookUrl}`);
     return null;
   }
   if (url && !secret) {
-    throw new TelegramConfigError(`${TELEGRAM_ENV.webhookSecret}: required with ${TELEGRAM_ENV.webhookUrl} (the webhook route checks it)`);
+    throw new ConfigError(`${TELEGRAM_ENV.webhookSecret}: required with ${TELEGRAM_ENV.webhookUrl} (the webhook route checks it)`);
   }
   return { botToken: token, apiUrl: api.replace(/\/+$/, ""), webhookSecret: secret, webhookUrl: url };
 }
+
+/** YAML `telegram:` and the TELEGRAM_* variables; null: Telegram off. */
+export const telegramConfigSection: ConfigSection<typeof TelegramFileSchema, TelegramConfig | null> = {
+  schema: TelegramFileSchema,
+  load: (env, file) => telegramConfigFrom(env, file),
+};

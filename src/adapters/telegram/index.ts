@@ -3,7 +3,7 @@ export {
   DEFAULT_TELEGRAM_API_URL,
   TELEGRAM_ENV,
   TELEGRAM_MAX_TEXT,
-  TelegramConfigError,
+  telegramConfigSection,
   TelegramFileSchema,
   telegramConfigFrom,
   type TelegramConfig,

@@ -5,7 +5,7 @@
 // resend, so a receiver can drop repeats; `possible_duplicate: true` marks a resend that may
 // repeat one that already arrived.
 import { PermanentSendError, RateLimitedError, type OutboundReply } from "../../gateway/types.js";
-import { parseRetryAfterHeader } from "../shared/retry-after.js";
+import { parseRetryAfter } from "../../agent/providers/retry-after.js";
 import { optionalString, requiredString } from "../shared/target.js";
 import type { WebhookRoutes } from "./config.js";
 import { signWebhook } from "./signing.js";
@@ -55,7 +55,7 @@ export async function postCallback(
   if (response.ok) return id;
   const label = `webhook callback for '${routeName}' answered HTTP ${response.status}`;
   if (response.status === 429) {
-    throw new RateLimitedError(parseRetryAfterHeader(response.headers.get("retry-after")) ?? 1000, label);
+    throw new RateLimitedError(parseRetryAfter(response.headers.get("retry-after")) ?? 1000, label);
   }
   if (response.status >= 400 && response.status < 500 && response.status !== 408) {
     throw new PermanentSendError(label);

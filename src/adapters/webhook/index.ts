@@ -1,6 +1,6 @@
 export { createWebhookAdapter, type WebhookAdapterDeps } from "./adapter.js";
 export { callbackMessageId, postCallback } from "./callback.js";
-export { parseWebhookRoutes, WebhookRouteSchema, type WebhookRouteConfig, type WebhookRoutes } from "./config.js";
+export { parseWebhookRoutes, webhookConfigSection, WebhookRouteSchema, type WebhookRouteConfig, type WebhookRoutes } from "./config.js";
 export { parseWebhookBody, WebhookBodySchema, type WebhookBody } from "./body.js";
 export { DEFAULT_SYNC_TIMEOUT_MS, toInboundMessage } from "./routes.js";
 export {

@@ -4,7 +4,8 @@
 import { Router, type Request } from "express";
 import type { Logger } from "pino";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
-import { postRoute, readRawBody, sendError } from "../shared/http.js";
+import { sendError } from "../../gateway/http-errors.js";
+import { postRoute, readRawBody } from "../shared/http.js";
 import { parseWebhookBody, type WebhookBody } from "./body.js";
 import type { WebhookRouteConfig, WebhookRoutes } from "./config.js";
 import { verifyWebhook } from "./signing.js";
@@ -54,29 +55,29 @@ export function webhookRoutes(ingress: GatewayIngress, ctx: WebhookRouteContext)
   const router = Router();
   const log = ctx.logger;
 
-  postRoute(router, "/webhooks/:route", ctx.bodyLimitBytes, async (req, res) => {
+  postRoute(router, "/webhooks/:route", ctx, async (req, res) => {
     const routeName = String(req.params.route);
     const route = Object.hasOwn(ctx.routes, routeName) ? ctx.routes[routeName] : undefined;
     if (!route) {
-      sendError(res, 404, `unknown webhook route '${routeName}'`, "unknown_route");
+      sendError(res, 404, "unknown_route", `unknown webhook route '${routeName}'`);
       return;
     }
     const raw = readRawBody(req);
     const check = verifyWebhook(route.style, route.secret, (name) => req.get(name), raw, ctx.now());
     if (!check.ok) {
       log.warn({ route: routeName, reason: check.reason }, "webhook refused");
-      sendError(res, 401, check.reason);
+      sendError(res, 401, "invalid_signature", check.reason);
       return;
     }
     const parsed = parseWebhookBody(raw);
     if (!parsed.ok) {
-      sendError(res, 400, parsed.message, "invalid_body");
+      sendError(res, 400, "invalid_body", parsed.message);
       return;
     }
     const id = deliveryId(req, route, parsed.body);
     if (!id) {
       const where = route.style === "github" ? "X-GitHub-Delivery header" : "webhook-id header";
-      sendError(res, 400, `invalid body: id is required (or the ${where})`, "invalid_body");
+      sendError(res, 400, "invalid_body", `invalid body: id is required (or the ${where})`);
       return;
     }
     const message = toInboundMessage(routeName, route, id, parsed.body, ctx.now());
@@ -85,12 +86,12 @@ export function webhookRoutes(ingress: GatewayIngress, ctx: WebhookRouteContext)
       result = await ingress.accept(message);
     } catch (error) {
       log.error({ err: error, route: routeName }, "webhook could not be recorded");
-      sendError(res, 503, "message could not be recorded; retry later");
+      sendError(res, 503, "dependency_unavailable", "message could not be recorded; retry later");
       return;
     }
     if (result.status === "rejected") {
       // The gateway refuses input it cannot take (empty, too long): a client error, not a conflict.
-      sendError(res, 400, `message rejected: ${result.reason}`, "message_rejected");
+      sendError(res, 400, "message_rejected", `message rejected: ${result.reason}`);
       return;
     }
     if (result.status === "duplicate") {
@@ -107,17 +108,17 @@ export function webhookRoutes(ingress: GatewayIngress, ctx: WebhookRouteContext)
       outcome = await ingress.waitForOutcome(result.inboxId, timeoutMs);
     } catch (error) {
       log.warn({ err: error, route: routeName, inboxId: result.inboxId }, "webhook sync reply timed out");
-      sendError(res, 504, `no reply within ${timeoutMs} ms; the message is still being processed`, "reply_timeout", {
-        session_id: result.sessionId,
+      sendError(res, 504, "reply_timeout", `no reply within ${timeoutMs} ms; the message is still being processed`, {
+        fields: { session_id: result.sessionId },
       });
       return;
     }
     if (outcome.status === "failed") {
-      sendError(res, 502, "the turn failed", "turn_failed", { session_id: outcome.sessionId });
+      sendError(res, 502, "turn_failed", "the turn failed", { fields: { session_id: outcome.sessionId } });
       return;
     }
     if (outcome.status === "rejected") {
-      sendError(res, 409, "the turn was rejected", "turn_rejected", { session_id: outcome.sessionId });
+      sendError(res, 409, "turn_rejected", "the turn was rejected", { fields: { session_id: outcome.sessionId } });
       return;
     }
     const answer: Record<string, unknown> = { reply: outcome.reply ?? "", session_id: outcome.sessionId };

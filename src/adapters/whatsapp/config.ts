@@ -2,6 +2,7 @@
 // defaults and validation, in one place. All four credentials turn it on together; any one of
 // them alone is a configuration error that names what is missing.
 import { z } from "zod";
+import { ConfigError, type ConfigSection, type Env } from "../../gateway/config-section.js";
 
 export interface WhatsAppConfig {
   /** WHATSAPP_ACCESS_TOKEN: a system user's (or the test) access token; sends replies. */
@@ -53,19 +54,12 @@ export const WhatsAppFileSchema = z
   .strict();
 export type WhatsAppFileSection = z.infer<typeof WhatsAppFileSchema>;
 
-export class WhatsAppConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "WhatsAppConfigError";
-  }
-}
-
 /**
  * WhatsApp's settings from the environment and the file section; null when none of the four
- * credentials is set. Throws WhatsAppConfigError naming the missing or malformed setting.
+ * credentials is set. Throws ConfigError naming the missing or malformed setting.
  */
 export function whatsappConfigFrom(
-  env: Record<string, string | undefined>,
+  env: Env,
   file: WhatsAppFileSection = {},
 ): WhatsAppConfig | null {
   const raw = (setting: Setting): string | undefined => {
@@ -78,14 +72,14 @@ export function whatsappConfigFrom(
   const missing = REQUIRED.filter((setting) => raw(setting) === undefined);
   if (missing.length > 0) {
     const names = (settings: Setting[]) => settings.map((s) => WHATSAPP_SETTINGS[s].env).join(", ");
-    throw new WhatsAppConfigError(
+    throw new ConfigError(
       `${names(missing)}: required with ${names(present)} (all four of ${names(REQUIRED)} turn WhatsApp on)`,
     );
   }
   const valid = (setting: Setting, value: string): string => {
     const parsed = RULES[setting].safeParse(value);
     if (parsed.success) return parsed.data;
-    throw new WhatsAppConfigError(`${WHATSAPP_SETTINGS[setting].env}: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
+    throw new ConfigError(`${WHATSAPP_SETTINGS[setting].env}: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
   };
   const read = (setting: Setting): string => valid(setting, raw(setting) as string);
   return {
@@ -96,3 +90,9 @@ export function whatsappConfigFrom(
     apiUrl: valid("apiUrl", raw("apiUrl") ?? DEFAULT_WHATSAPP_API_URL).replace(/\/+$/, ""),
   };
 }
+
+/** YAML `whatsapp:` and the WHATSAPP_* variables; null: WhatsApp off. */
+export const whatsappConfigSection: ConfigSection<typeof WhatsAppFileSchema, WhatsAppConfig | null> = {
+  schema: WhatsAppFileSchema,
+  load: (env, file) => whatsappConfigFrom(env, file),
+};

@@ -3,7 +3,7 @@
 // send errors: rate limits -> RateLimitedError (the ledger waits and retries), credentials and
 // bad requests -> PermanentSendError, the rest (5xx, transient, network) -> retried.
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
-import { parseRetryAfterHeader } from "../shared/retry-after.js";
+import { parseRetryAfter } from "../../agent/providers/retry-after.js";
 
 /** Which limit was hit: the business number's throughput, or messages to one person. */
 export type WhatsAppLimitScope = "number" | "pair";
@@ -108,7 +108,7 @@ export function graphError(what: string, status: number, retryAfter: string | nu
   const code = typeof error.code === "number" ? error.code : undefined;
   const details = error.error_data?.details;
   const label = `WhatsApp ${what}: HTTP ${status}${code !== undefined ? ` (code ${code})` : ""}${error.message ? ` ${error.message}` : ""}${details ? ` — ${details}` : ""}`;
-  const waitMs = (fallback: number) => parseRetryAfterHeader(retryAfter) ?? fallback;
+  const waitMs = (fallback: number) => parseRetryAfter(retryAfter) ?? fallback;
   if (code === PAIR_RATE_LIMIT_CODE) return new WhatsAppRateLimitedError(waitMs(RATE_LIMIT_WAIT_MS.pair), "pair", label);
   if (code === THROUGHPUT_LIMIT_CODE) return new WhatsAppRateLimitedError(waitMs(RATE_LIMIT_WAIT_MS.throughput), "number", label);
   if (code !== undefined && CALL_LIMIT_CODES.has(code)) return new WhatsAppRateLimitedError(waitMs(RATE_LIMIT_WAIT_MS.calls), "number", label);

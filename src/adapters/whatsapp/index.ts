@@ -2,7 +2,7 @@ export { createWhatsAppAdapter, type WhatsAppAdapterDeps } from "./adapter.js";
 export {
   DEFAULT_WHATSAPP_API_URL,
   WHATSAPP_SETTINGS,
-  WhatsAppConfigError,
+  whatsappConfigSection,
   WhatsAppFileSchema,
   whatsappConfigFrom,
   type WhatsAppConfig,

@@ -3,7 +3,8 @@
 // raw bytes; every message is recorded before the 200, and the turns run later.
 import { Router, type Request } from "express";
 import type { Logger } from "pino";
-import { postRoute, readRawBody, sendError } from "../shared/http.js";
+import { sendError } from "../../gateway/http-errors.js";
+import { postRoute, readRawBody } from "../shared/http.js";
 import type { WhatsAppIntake, WhatsAppIntakeSummary } from "./intake.js";
 import { parseWhatsAppWebhook, WHATSAPP_OBJECT } from "./payload.js";
 import { verifyTokenMatches, verifyWhatsAppSignature, WHATSAPP_SIGNATURE_HEADER } from "./signature.js";
@@ -29,29 +30,29 @@ export function whatsappRoutes(ctx: WhatsAppRouteContext): Router {
     const query = queryOf(req);
     if (query.get("hub.mode") !== "subscribe" || !verifyTokenMatches(ctx.verifyToken, query.get("hub.verify_token"))) {
       log.warn("whatsapp webhook verification refused");
-      sendError(res, 403, "hub.mode must be subscribe and hub.verify_token must match WHATSAPP_VERIFY_TOKEN", "verification_failed");
+      sendError(res, 403, "verification_failed", "hub.mode must be subscribe and hub.verify_token must match WHATSAPP_VERIFY_TOKEN");
       return;
     }
     const challenge = query.get("hub.challenge");
     if (!challenge || challenge.length > MAX_CHALLENGE_LENGTH) {
-      sendError(res, 400, "hub.challenge is missing or too long", "invalid_challenge");
+      sendError(res, 400, "invalid_challenge", "hub.challenge is missing or too long");
       return;
     }
     // Plain text, never sniffed as HTML: the challenge is echoed as Meta sent it.
     res.status(200).set("x-content-type-options", "nosniff").type("text/plain").send(challenge);
   });
 
-  postRoute(router, WHATSAPP_WEBHOOK_PATH, ctx.bodyLimitBytes, async (req, res) => {
+  postRoute(router, WHATSAPP_WEBHOOK_PATH, ctx, async (req, res) => {
     const raw = readRawBody(req);
     const check = verifyWhatsAppSignature(ctx.appSecret, req.get(WHATSAPP_SIGNATURE_HEADER), raw);
     if (!check.ok) {
       log.warn({ reason: check.reason }, "whatsapp webhook refused");
-      sendError(res, 401, check.reason);
+      sendError(res, 401, "invalid_signature", check.reason);
       return;
     }
     const parsed = parseWhatsAppWebhook(raw);
     if (!parsed.ok) {
-      sendError(res, 400, parsed.message, "invalid_body");
+      sendError(res, 400, "invalid_body", parsed.message);
       return;
     }
     if (parsed.webhook.object !== WHATSAPP_OBJECT) {
@@ -65,7 +66,7 @@ export function whatsappRoutes(ctx: WhatsAppRouteContext): Router {
     } catch (error) {
       // Not (all) recorded: a non-2xx answer makes Meta deliver the body again.
       log.error({ err: error }, "whatsapp webhook could not be recorded");
-      sendError(res, 503, "message could not be recorded; retry later");
+      sendError(res, 503, "dependency_unavailable", "message could not be recorded; retry later");
       return;
     }
     res.status(200).json(summary);

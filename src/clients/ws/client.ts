@@ -47,14 +47,14 @@ export class HubClient {
     this.socket.send(data, { binary: false });
   }
 
-  sendError(error: FrameError, context: { session_id?: string; client_message_id?: string } = {}): void {
+  sendErrorFrame(error: FrameError, context: { session_id?: string; client_message_id?: string } = {}): void {
     this.send(errorFrame(error, context));
   }
 
   /** Run `task` after every frame that arrived before it. */
   enqueue(task: () => Promise<void> | void): void {
     if (this.queued >= this.options.maxQueuedFrames) {
-      this.sendError({ code: "busy", message: "too many frames waiting; slow down" });
+      this.sendErrorFrame({ code: "busy", message: "too many frames waiting; slow down" });
       return;
     }
     this.queued++;
@@ -64,7 +64,7 @@ export class HubClient {
       })
       .catch((err: unknown) => {
         this.options.logger.error({ err, client: this.id }, "websocket frame handler failed");
-        this.sendError({ code: "internal", message: "internal error" });
+        this.sendErrorFrame({ code: "internal", message: "internal error" });
       })
       .finally(() => {
         this.queued--;

@@ -116,14 +116,14 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
     const size = byteLength(data);
     if (size > maxFrameBytes) {
       return client.enqueue(() =>
-        client.sendError({ code: "frame_too_large", message: `frame of ${size} bytes exceeds the limit of ${maxFrameBytes} bytes` }),
+        client.sendErrorFrame({ code: "frame_too_large", message: `frame of ${size} bytes exceeds the limit of ${maxFrameBytes} bytes` }),
       );
     }
     if (isBinary) {
-      return client.enqueue(() => client.sendError({ code: "bad_frame", message: "binary frames are not supported; send JSON text" }));
+      return client.enqueue(() => client.sendErrorFrame({ code: "bad_frame", message: "binary frames are not supported; send JSON text" }));
     }
     const parsed = parseClientFrame(rawText(data));
-    if (!parsed.ok) return client.enqueue(() => client.sendError(parsed));
+    if (!parsed.ok) return client.enqueue(() => client.sendErrorFrame(parsed));
     client.enqueue(() => dispatch(client, parsed.frame));
   };
 
@@ -143,7 +143,7 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
 
   const subscribe = async (client: HubClient, frame: SubscribeFrame): Promise<void> => {
     if (!client.sessions.has(frame.session_id) && client.sessions.size >= maxSubscriptions) {
-      return client.sendError(
+      return client.sendErrorFrame(
         { code: "too_many_subscriptions", message: `at most ${maxSubscriptions} subscriptions per connection` },
         { session_id: frame.session_id },
       );
@@ -152,7 +152,7 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
       await registry.subscribe(client, frame.session_id, frame.since);
     } catch (err) {
       logger.error({ err, sessionId: frame.session_id }, "websocket subscribe failed");
-      return client.sendError({ code: "unavailable", message: "events are unavailable; retry" }, { session_id: frame.session_id });
+      return client.sendErrorFrame({ code: "unavailable", message: "events are unavailable; retry" }, { session_id: frame.session_id });
     }
     client.send(subscribedFrame(frame.session_id));
   };
@@ -163,7 +163,7 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
       outcome = await deps.onSend(frame);
     } catch (err) {
       logger.error({ err, sessionId: frame.session_id }, "websocket send: the gateway did not accept the message");
-      return client.sendError(
+      return client.sendErrorFrame(
         { code: "internal", message: "the message was not accepted; retry" },
         { session_id: frame.session_id, ...(frame.client_message_id ? { client_message_id: frame.client_message_id } : {}) },
       );
@@ -185,7 +185,7 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
       });
     } catch (err) {
       logger.error({ err, sessionId: frame.session_id }, "websocket interrupt failed");
-      client.sendError({ code: "internal", message: "the interrupt was not delivered; retry" }, { session_id: frame.session_id });
+      client.sendErrorFrame({ code: "internal", message: "the interrupt was not delivered; retry" }, { session_id: frame.session_id });
     }
   };
 

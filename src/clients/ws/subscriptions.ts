@@ -64,7 +64,7 @@ export class SubscriptionRegistry {
       if (since !== undefined) {
         const trimmed = await this.bus.trimmedAfter(sessionId, start);
         if (trimmed) {
-          client.sendError(
+          client.sendErrorFrame(
             { code: "events_trimmed", message: `some events after ${since} are no longer stored; replaying from ${trimmed.oldest}` },
             { session_id: sessionId },
           );

@@ -2,6 +2,7 @@
 // router hands to ingress, and plays a scripted turn per message on a real event bus, the way a
 // turn worker publishes it (turn.started / delta / turn.completed, each with inbox_ids).
 import type { EventBus } from "../../../src/bus/event-bus.js";
+import type { EventKind } from "../../../src/bus/types.js";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../../src/gateway/types.js";
 import type { InboxRow } from "../../../src/state/types.js";
 
@@ -9,7 +10,7 @@ export interface TurnContext {
   inboxId: number;
   message: InboundMessage;
   sessionId: string;
-  publish(kind: string, data?: Record<string, unknown>): Promise<void>;
+  publish(kind: EventKind, data?: Record<string, unknown>): Promise<void>;
   finish(status: TurnOutcome["status"], reply: string | null): void;
 }
 
