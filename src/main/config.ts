@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
+import { DEFAULT_MCP_TIMEOUT_MS, MCP_SERVER_NAME, type McpServerConfig } from "../gateway/mcp/index.js";
 
 const intFrom = (min: number, max?: number) => {
   const base = z.coerce.number().int().min(min);
@@ -26,6 +27,31 @@ const webhookRoute = z.object({
   path: ["callback_url"],
 });
 export type WebhookRouteConfig = z.infer<typeof webhookRoute>;
+
+/** YAML scalars (`PORT: 8080`) are meant as strings in an environment or a header. */
+const stringMap = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
+
+/** A stdio server (`command`) or a Streamable HTTP server (`url`); the error names the stray key. */
+const mcpServer = z.object({
+  command: z.string().min(1).optional(),
+  args: z.array(z.string()).optional(),
+  env: stringMap.optional(),
+  cwd: z.string().min(1).optional(),
+  url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+  headers: stringMap.optional(),
+  platforms: z.array(z.string().regex(/^[a-z0-9_-]+$/, "platform names are lower-case letters, digits, '-' and '_'")).min(1).optional(),
+  timeout_ms: intFrom(1, 3_600_000).optional(),
+}).strict().superRefine((server, ctx) => {
+  if (Boolean(server.command) === Boolean(server.url)) {
+    ctx.addIssue({ code: "custom", message: "set either command (a stdio server) or url (a Streamable HTTP server)" });
+    return;
+  }
+  const strays = server.url ? (["args", "env", "cwd"] as const) : (["headers"] as const);
+  for (const key of strays) {
+    if (server[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: server.url ? "only for stdio servers (with command)" : "only for HTTP servers (with url)" });
+  }
+});
+type McpServerFile = z.infer<typeof mcpServer>;
 
 /** The file's shape (snake_case keys). Every key is optional. */
 const fileSchema = z.object({
@@ -56,6 +82,7 @@ const fileSchema = z.object({
   slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), app_token: slackAppToken.optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
   discord: z.object({ bot_token: z.string().optional(), public_key: z.string().optional(), application_id: z.string().optional(), api_url: z.string().url().optional() }).strict().optional(),
   ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
+  mcp_servers: z.record(z.string().regex(MCP_SERVER_NAME, "server names are 1-32 letters, digits, '-' and '_'"), mcpServer).optional(),
 }).strict();
 
 /** Everything a gateway process runs with: the core's settings and the edges' sections. */
@@ -174,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
           apiUrl: envValue(env, "DISCORD_API_URL", url) ?? file.discord?.api_url ?? "https://discord.com/api/v10",
         }
       : null,
+    mcpServers: mcpServersFrom(file.mcp_servers ?? {}),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,
@@ -198,6 +226,21 @@ function checkSlackKeys(secret: string | undefined, botToken: string | undefined
   if (botToken?.startsWith("xapp-")) {
     throw new ConfigError("SLACK_BOT_TOKEN: is an app-level token (xapp-...); it belongs in SLACK_APP_TOKEN, and the bot token (xoxb-...) here");
   }
+}
+
+function mcpServersFrom(servers: Record<string, McpServerFile>): Record<string, McpServerConfig> {
+  return Object.fromEntries(
+    Object.entries(servers).map(([name, s]): [string, McpServerConfig] => [
+      name,
+      {
+        transport: s.url
+          ? { kind: "http", url: s.url, headers: s.headers ?? {} }
+          : { kind: "stdio", command: s.command ?? "", args: s.args ?? [], env: s.env ?? {}, cwd: s.cwd ?? null },
+        platforms: s.platforms ?? null,
+        timeoutMs: s.timeout_ms ?? DEFAULT_MCP_TIMEOUT_MS,
+      },
+    ]),
+  );
 }
 
 /** 0 turns compaction off. */
