@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
-import { DEFAULT_MCP_TIMEOUT_MS, MCP_SERVER_NAME, type McpServerConfig } from "../gateway/mcp/index.js";
+import { DEFAULT_MCP_TIMEOUT_MS, MCP_SERVER_NAME, type McpServerConfig } from "../gateway/mcp/config.js";
 
 const intFrom = (min: number, max?: number) => {
   const base = z.coerce.number().int().min(min);

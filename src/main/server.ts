@@ -33,7 +33,7 @@ import { sessionsRouter } from "../clients/sessions-api.js";
 import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { TurnWorkers } from "../gateway/turn-worker.js";
-import { McpServers } from "../gateway/mcp/index.js";
+import type { McpServers } from "../gateway/mcp/index.js";
 import { ToolCatalog } from "../gateway/tool-catalog.js";
 import type { PlatformAdapter } from "../gateway/types.js";
 import { attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
@@ -68,6 +68,15 @@ export interface GatewayHandle {
   redisUrl: string;
   logger: Logger;
   stop(): Promise<void>;
+}
+
+/** Loaded only when servers are configured: the SDK costs every process start a noticeable import. */
+async function startMcpServers(config: GatewayConfig, logger: Logger, cleanups: Array<() => Promise<void> | void>): Promise<McpServers> {
+  const { McpServers } = await import("../gateway/mcp/servers.js");
+  const servers = new McpServers({ servers: config.mcpServers, logger, clientInfo: { name: "switchboard", version: VERSION } });
+  cleanups.push(() => servers.close());
+  await servers.start(MCP_START_WAIT_MS);
+  return servers;
 }
 
 export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<GatewayHandle> {
@@ -147,14 +156,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     let mcp: McpServers | null = null;
     if (options.workers) {
       // Tools run in the turn workers, so the processes that run workers start the MCP servers.
-      const servers = new McpServers({ servers: config.mcpServers, logger, clientInfo: { name: "switchboard", version: VERSION } });
-      mcp = servers;
-      cleanups.push(() => servers.close());
-      await servers.start(MCP_START_WAIT_MS);
+      if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
       const provider = options.provider ?? createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
       const turnWorkers = new TurnWorkers({
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
-        tools: new ToolCatalog(servers, logger),
+        tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
         enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
