@@ -3,6 +3,7 @@ import { Router } from "express";
 import type { Redis } from "ioredis";
 import type { SessionStore } from "../state/types.js";
 import type { GatewayMetrics } from "../gateway/metrics.js";
+import type { McpServerStatus } from "../gateway/mcp/index.js";
 import { withTimeout, type GatewayQueues } from "../gateway/queues.js";
 
 export interface HealthDeps {
@@ -12,6 +13,8 @@ export interface HealthDeps {
   metrics: GatewayMetrics;
   workersEnabled: boolean;
   version: string;
+  /** MCP tool servers of this process (null when it runs no workers, so no tools). */
+  mcp: (() => Record<string, McpServerStatus>) | null;
 }
 
 async function check(fn: () => Promise<unknown>): Promise<"ok" | "down"> {
@@ -35,6 +38,8 @@ export function healthRouter(deps: HealthDeps): Router {
       db,
       workers: deps.workersEnabled,
       inbox,
+      // Informational: a failed tool server does not make the gateway unhealthy.
+      ...(deps.mcp ? { mcp: deps.mcp() } : {}),
       version: deps.version,
     });
   });

@@ -54,6 +54,7 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
         display_metadata: m.display_metadata,
         timestamp: m.timestamp,
         tool_calls: m.tool_calls,
+        tool_call_id: m.tool_call_id,
         tool_name: m.tool_name,
       })),
     });

@@ -1,5 +1,6 @@
 // The settings the core runs with. The composition root (main/config.ts) loads them from the
 // environment and the YAML file, with the adapters' and clients' sections beside them.
+import type { McpServerConfig } from "./mcp/config.js";
 
 export const BUSY_MODES = ["queue", "interrupt", "collect"] as const;
 export type BusyMode = (typeof BUSY_MODES)[number];
@@ -23,6 +24,8 @@ export interface CoreConfig {
   leaseWaitSeconds: number;
   shutdownTimeoutMs: number;
   turnReplyTimeoutMs: number;
+  /** MCP tool servers by name; their tools are offered to turns beside the built-in ones. */
+  mcpServers: Record<string, McpServerConfig>;
 }
 
 export function busyModeFor(config: Pick<CoreConfig, "busyModes" | "defaultBusyMode">, platform: string): BusyMode {

@@ -4,7 +4,7 @@
 import { Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { Agent, createBuiltinTools, type AdmittedInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
+import { Agent, type AdmittedInput, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
 import type { InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "../bus/types.js";
@@ -12,13 +12,15 @@ import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { TURN_QUEUE, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
+import { ToolCatalog } from "./tool-catalog.js";
 import type { ReplyStream } from "./types.js";
 
 export interface TurnWorkerDeps {
   config: CoreConfig;
   store: SessionStore;
   provider: ModelProvider;
-  tools?: ToolRegistry;
+  /** The tools each platform's turns are offered; default: the built-in ones. */
+  tools?: ToolCatalog;
   events: EventPublisher;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -75,11 +77,10 @@ export class TurnWorkers {
   private worker: Worker<TurnJobData> | null = null;
   /** Turns running in this process, by conversation id: interrupts find them here. */
   private readonly running = new Map<string, Set<RunningTurn>>();
-  /** Built once: deriving the tools' JSON schemas per turn costs more than a turn's SQL reads. */
-  private readonly tools: ToolRegistry;
+  private readonly tools: ToolCatalog;
 
   constructor(private readonly deps: TurnWorkerDeps) {
-    this.tools = deps.tools ?? createBuiltinTools();
+    this.tools = deps.tools ?? new ToolCatalog(null, deps.logger);
   }
 
   start(): void {
@@ -194,7 +195,7 @@ export class TurnWorkers {
       provider: this.deps.provider,
       sessionId: tip,
       platform,
-      tools: this.tools,
+      tools: this.tools.forPlatform(platform),
       systemPrompt: config.systemPrompt,
       leaseTtlSeconds: config.leaseTtlSeconds,
       leaseWaitSeconds: config.leaseWaitSeconds,

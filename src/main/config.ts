@@ -7,6 +7,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { adapterConfigSections } from "../adapters/index.js";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
+import { mcpConfigSection } from "../gateway/mcp/config.js";
 import {
   ConfigError,
   envValue,
@@ -48,6 +49,7 @@ const fileSchema = z.object({
   log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   ...sectionSchemas(adapterConfigSections),
   ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
+  mcp_servers: mcpConfigSection.schema.optional(),
 }).strict();
 
 type AdapterSettings = SectionSettings<typeof adapterConfigSections>;
@@ -126,6 +128,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     turnReplyTimeoutMs: envValue(env, "TURN_REPLY_TIMEOUT_MS", intFrom(1000)) ?? file.turn_reply_timeout_ms ?? 120_000,
     logLevel: envValue(env, "LOG_LEVEL", z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])) ?? file.log_level ?? "info",
     ...adapters,
+    mcpServers: mcpConfigSection.load(env, file.mcp_servers),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,

@@ -35,12 +35,17 @@ import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { RedisSingletonLocks } from "../bus/singleton-lock.js";
 import { TurnWorkers } from "../gateway/turn-worker.js";
+import type { McpServers } from "../gateway/mcp/index.js";
+import { ToolCatalog } from "../gateway/tool-catalog.js";
 import type { PlatformAdapter } from "../gateway/types.js";
 import { attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
 
 export const VERSION = "0.1.0";
 
 const WAL_CHECKPOINT_INTERVAL_MS = 200;
+
+/** How long start-up waits for MCP servers' first connection; a slower one joins when it is up. */
+const MCP_START_WAIT_MS = 10_000;
 
 export interface GatewayOptions {
   /** Serve HTTP + WebSocket ingress. */
@@ -65,6 +70,15 @@ export interface GatewayHandle {
   redisUrl: string;
   logger: Logger;
   stop(): Promise<void>;
+}
+
+/** Loaded only when servers are configured: the SDK costs every process start a noticeable import. */
+async function startMcpServers(config: GatewayConfig, logger: Logger, cleanups: Array<() => Promise<void> | void>): Promise<McpServers> {
+  const { McpServers } = await import("../gateway/mcp/servers.js");
+  const servers = new McpServers({ servers: config.mcpServers, logger, clientInfo: { name: "switchboard", version: VERSION } });
+  cleanups.push(() => servers.close());
+  await servers.start(MCP_START_WAIT_MS);
+  return servers;
 }
 
 export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<GatewayHandle> {
@@ -141,10 +155,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
     });
 
+    let mcp: McpServers | null = null;
     if (options.workers) {
+      // Tools run in the turn workers, so the processes that run workers start the MCP servers.
+      if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
       const provider = options.provider ?? createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
       const turnWorkers = new TurnWorkers({
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
+        tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
         enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
@@ -173,7 +191,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       const app = buildApp({
         logger,
         apiKey: config.apiKey,
-        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers, version: VERSION })],
+        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
         publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
         protectedRoutes: [
           createApiServerRouter({ ingress, events, store, config, logger }),

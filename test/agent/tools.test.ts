@@ -60,4 +60,17 @@ describe("ToolRegistry", () => {
     expect(() => tools.register({ name: "get_current_time", description: "", schema: z.object({}), handler: () => 1 })).toThrow(/already/);
     expect(() => tools.register({ name: "has space", description: "", schema: z.object({}), handler: () => 1 })).toThrow(/invalid tool name/);
   });
+
+  it("offers a JSON schema zod cannot convert as is, and then only requires an object", async () => {
+    const parameters = {
+      type: "object",
+      properties: { mode: { type: "string" }, path: { type: "string" } },
+      if: { properties: { mode: { const: "file" } } },
+      then: { required: ["path"] },
+    };
+    const tools = new ToolRegistry().registerJsonSchema({ name: "open", description: "Opens.", parameters, handler: (args) => args });
+    expect(tools.specs()[0].parameters).toEqual(parameters);
+    expect(await tools.execute("open", '{"mode":"file","path":"/x"}', ctx)).toEqual({ ok: true, content: '{"mode":"file","path":"/x"}' });
+    expect((await tools.execute("open", "[1,2]", ctx)).content).toMatch(/^Error: invalid arguments/);
+  });
 });

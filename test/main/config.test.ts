@@ -58,6 +58,66 @@ describe("configuration", () => {
       temp.cleanup();
     }
   });
+
+  it("reads MCP tool servers (stdio and HTTP) from YAML", () => {
+    const temp = makeTempDir("sb-config");
+    try {
+      const path = join(temp.dir, "mcp.yaml");
+      writeFileSync(
+        path,
+        [
+          "mcp_servers:",
+          "  files:",
+          "    command: npx",
+          "    args: [-y, '@modelcontextprotocol/server-filesystem', /srv/shared]",
+          "    env: { LOG_LEVEL: warn, PORT: 8081 }",
+          "    cwd: /srv",
+          "  search:",
+          "    url: https://tools.example.com/mcp",
+          "    headers: { Authorization: Bearer abc }",
+          "    platforms: [slack, api]",
+          "    timeout_ms: 15000",
+        ].join("\n"),
+      );
+      const config = loadConfig({ SWITCHBOARD_CONFIG: path });
+      expect(config.mcpServers).toEqual({
+        files: {
+          transport: { kind: "stdio", command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"], env: { LOG_LEVEL: "warn", PORT: "8081" }, cwd: "/srv" },
+          platforms: null,
+          timeoutMs: 60_000,
+        },
+        search: {
+          transport: { kind: "http", url: "https://tools.example.com/mcp", headers: { Authorization: "Bearer abc" } },
+          platforms: ["slack", "api"],
+          timeoutMs: 15_000,
+        },
+      });
+      expect(loadConfig({}).mcpServers).toEqual({});
+    } finally {
+      temp.cleanup();
+    }
+  });
+
+  it.each([
+    ["neither command nor url", "  x:\n    args: [a]\n", /mcp_servers\.x: .*either command .* or url/],
+    ["both command and url", "  x:\n    command: a\n    url: http://127.0.0.1:1/mcp\n", /mcp_servers\.x: .*either command/],
+    ["stdio keys on an HTTP server", "  x:\n    url: http://127.0.0.1:1/mcp\n    env: { A: b }\n", /mcp_servers\.x\.env: only for stdio servers/],
+    ["headers on a stdio server", "  x:\n    command: a\n    headers: { A: b }\n", /mcp_servers\.x\.headers: only for HTTP servers/],
+    ["a URL that is not http(s)", "  x:\n    url: ftp://example.com/mcp\n", /mcp_servers\.x\.url: must be an http\(s\) URL/],
+    ["a bad server name", "  'my server':\n    command: a\n", /mcp_servers\.my server: Invalid key/],
+    ["an empty platform list", "  x:\n    command: a\n    platforms: []\n", /mcp_servers\.x\.platforms/],
+    ["a zero timeout", "  x:\n    command: a\n    timeout_ms: 0\n", /mcp_servers\.x\.timeout_ms/],
+    ["an unknown key", "  x:\n    command: a\n    restart: always\n", /mcp_servers\.x: .*restart/],
+  ])("names the bad key of an MCP server: %s", (_label, yaml, error) => {
+    const temp = makeTempDir("sb-config");
+    try {
+      const path = join(temp.dir, "mcp.yaml");
+      writeFileSync(path, `mcp_servers:\n${yaml}`);
+      expect(() => loadConfig({ SWITCHBOARD_CONFIG: path })).toThrow(error);
+    } finally {
+      temp.cleanup();
+    }
+  });
 });
 
 describe("config sections", () => {

@@ -58,7 +58,9 @@ export type ScriptedResponse =
   /** `Echo: <last user text>`, as the offline echo model answers (tool directives included). */
   | { kind: "echo"; chunkDelayMs?: number; delayMs?: number }
   /** `chunks` streamed chunks, `chunkDelayMs` apart: "Echo: <last user text>", then " 2", " 3", ... */
-  | { kind: "slow"; chunks: number; chunkDelayMs: number; delayMs?: number };
+  | { kind: "slow"; chunks: number; chunkDelayMs: number; delayMs?: number }
+  /** `Tool results: <a> | <b>`: the contents of the tool messages that answer the last tool calls. */
+  | { kind: "echo_tool_results"; delayMs?: number };
 
 export interface RecordedRequest {
   method: string;
@@ -395,6 +397,8 @@ async function planFor(script: Exclude<ScriptedResponse, { kind: "error" | "disc
       return { ...textPlan((script.chunks ?? []).join(""), script.chunks ?? [], 0, "stop"), stall: true };
     case "tool_calls":
       return toolPlan(script);
+    case "echo_tool_results":
+      return textPlan(`Tool results: ${lastToolResults(request.messages).join(" | ")}`, undefined, 0, "stop");
     case "echo": {
       const result = await new EchoProvider().complete({ messages: toModelMessages(request.messages), signal: new AbortController().signal });
       if (result.toolCalls.length) {
@@ -481,7 +485,7 @@ function words(text: string): number {
 // ---------------------------------------------------------------------------------------------
 // Request checks, phrased like the real API's 400s
 
-interface WireMessage {
+export interface WireMessage {
   role: string;
   content?: unknown;
   name?: string;
@@ -665,6 +669,27 @@ function textOf(content: unknown): string {
   return content
     .map((part: unknown) => (isObject(part) && part.type === "text" && typeof part.text === "string" ? part.text : ""))
     .join("");
+}
+
+/** The tool messages after the last assistant message that asked for tools. */
+function lastToolResults(messages: WireMessage[]): string[] {
+  const asked = messages.findLastIndex((m) => m.role === "assistant" && (m.tool_calls?.length ?? 0) > 0);
+  return asked < 0 ? [] : messages.slice(asked + 1).filter((m) => m.role === "tool").map((m) => textOf(m.content));
+}
+
+/** The messages a recorded chat completion request sent. */
+export function messagesOf(request: RecordedRequest): WireMessage[] {
+  return isObject(request.body) && Array.isArray(request.body.messages) ? (request.body.messages as WireMessage[]) : [];
+}
+
+/** The tools (function name, description, JSON schema) a recorded chat completion request offered. */
+export function offeredToolsOf(request: RecordedRequest): Array<{ name: string; description?: string; parameters?: Record<string, unknown> }> {
+  const tools = isObject(request.body) && Array.isArray(request.body.tools) ? (request.body.tools as unknown[]) : [];
+  return tools.flatMap((tool) => {
+    if (!isObject(tool) || !isObject(tool.function) || typeof tool.function.name !== "string") return [];
+    const { name, description, parameters } = tool.function as { name: string; description?: string; parameters?: Record<string, unknown> };
+    return [{ name, description, parameters }];
+  });
 }
 
 function lastUserText(messages: WireMessage[]): string {

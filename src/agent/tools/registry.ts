@@ -76,9 +76,17 @@ export class ToolRegistry {
     return this.add(tool.name, tool.description, jsonSchemaOf(tool.schema), tool.schema, tool.handler as RegisteredTool["handler"]);
   }
 
-  /** A tool described by a plain JSON schema; arguments are validated against it. */
+  /**
+   * A tool described by a plain JSON schema; arguments are validated against it. A schema zod
+   * cannot convert (if/then/else, ...) only requires an object: the tool checks the rest itself.
+   */
   registerJsonSchema(tool: JsonSchemaTool): this {
-    const validator = z.fromJSONSchema(tool.parameters as Parameters<typeof z.fromJSONSchema>[0]);
+    let validator: z.ZodType;
+    try {
+      validator = z.fromJSONSchema(tool.parameters as Parameters<typeof z.fromJSONSchema>[0]);
+    } catch {
+      validator = z.looseObject({});
+    }
     return this.add(tool.name, tool.description, tool.parameters, validator, tool.handler as RegisteredTool["handler"]);
   }
 

@@ -1,0 +1,43 @@
+// The tools a turn is offered: the built-in ones plus the MCP servers' tools allowed on the turn's
+// platform. One registry per platform, rebuilt only when a server's tools or state changed:
+// deriving JSON schemas and validators per turn would cost more than a turn's SQL reads.
+import type { Logger } from "pino";
+import { createBuiltinTools, type ToolRegistry } from "../agent/index.js";
+import type { McpServers } from "./mcp/index.js";
+
+export class ToolCatalog {
+  private readonly registries = new Map<string, ToolRegistry>();
+  private builtFor = -1;
+
+  constructor(
+    private readonly mcp: McpServers | null,
+    private readonly logger: Logger,
+  ) {}
+
+  forPlatform(platform: string): ToolRegistry {
+    const version = this.mcp?.toolsVersion ?? 0;
+    if (version !== this.builtFor) {
+      this.registries.clear();
+      this.builtFor = version;
+    }
+    let registry = this.registries.get(platform);
+    if (!registry) {
+      registry = this.build(platform);
+      this.registries.set(platform, registry);
+    }
+    return registry;
+  }
+
+  private build(platform: string): ToolRegistry {
+    const registry = createBuiltinTools();
+    for (const tool of this.mcp?.toolsFor(platform) ?? []) {
+      try {
+        registry.registerJsonSchema(tool);
+      } catch (err) {
+        // A duplicate name (two tools that differ only in characters models refuse) or a bad schema.
+        this.logger.warn({ tool: tool.name, err: (err as Error).message }, "an MCP tool is not offered");
+      }
+    }
+    return registry;
+  }
+}
