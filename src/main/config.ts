@@ -15,6 +15,32 @@ const slackAppToken = z.string().startsWith("xapp-", "must be an app-level token
 
 const busyMode = z.enum(BUSY_MODES);
 
+/** A key this short can be guessed; refused when the gateway listens beyond loopback. */
+export const MIN_API_KEY_CHARS = 16;
+
+/** `scheme://host[:port]`, kept canonical (lower case, default port dropped) as browsers send it. */
+const origin = z.string().transform((value, ctx) => {
+  const url = URL.canParse(value.trim()) ? new URL(value.trim()) : null;
+  const isOrigin = url !== null && (url.protocol === "http:" || url.protocol === "https:") &&
+    url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password;
+  if (isOrigin) return url.origin;
+  ctx.addIssue({ code: "custom", message: `not an origin (scheme://host[:port]): ${value}` });
+  return z.NEVER;
+});
+
+/** A host name a client may use, without a port: `gateway.example.com`, `10.0.0.5`, `[::1]`. */
+const hostName = z
+  .string()
+  .transform((value) => value.trim().toLowerCase().replace(/\.$/, ""))
+  .pipe(z.string().regex(/^([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])$/, "must be a host name without scheme or port"));
+
+/** TRUST_PROXY: how many proxies stand in front; `true`/`false` are read as 1/0. */
+const trustProxy = z.preprocess((value) => (value === "true" ? 1 : value === "false" ? 0 : value), intFrom(0, 32));
+
+/** A comma-separated environment list. */
+const listOf = <T>(item: z.ZodType<T, string>) =>
+  z.string().transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part !== "")).pipe(z.array(item));
+
 const webhookRoute = z.object({
   secret: z.string().min(1),
   style: z.enum(["github", "standard"]).default("github"),
@@ -34,6 +60,9 @@ const fileSchema = z.object({
   db: z.string().optional(),
   data_dir: z.string().optional(),
   api_key: z.string().optional(),
+  allowed_origins: z.array(origin).optional(),
+  allowed_hosts: z.array(hostName).optional(),
+  trust_proxy: intFrom(0, 32).optional(),
   redis_url: z.string().optional(),
   worker_concurrency: intFrom(1, 1024).optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
@@ -55,7 +84,13 @@ const fileSchema = z.object({
   webhooks: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, "route names are letters, digits, '-' and '_'"), webhookRoute).optional(),
   slack: z.object({ signing_secret: z.string().optional(), bot_token: z.string().optional(), app_token: slackAppToken.optional(), api_url: z.string().url().optional(), bot_user_id: z.string().optional() }).strict().optional(),
   discord: z.object({ bot_token: z.string().optional(), public_key: z.string().optional(), application_id: z.string().optional(), api_url: z.string().url().optional() }).strict().optional(),
-  ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
+  ws: z.object({
+    max_frame_bytes: intFrom(256).optional(),
+    max_subscriptions: intFrom(1).optional(),
+    heartbeat_ms: intFrom(100).optional(),
+    max_connections: intFrom(1).optional(),
+    max_connections_per_ip: intFrom(1).optional(),
+  }).strict().optional(),
 }).strict();
 
 /** Everything a gateway process runs with: the core's settings and the edges' sections. */
@@ -65,13 +100,19 @@ export interface GatewayConfig extends CoreConfig {
   dataDir: string;
   dbPath: string;
   apiKey: string | null;
+  /** Origins besides the gateway's own whose pages may use /ws and the API (canonical form). */
+  allowedOrigins: string[];
+  /** Host names a no-key gateway answers besides loopback ones. */
+  allowedHosts: string[];
+  /** Proxies in front whose `X-Forwarded-*` headers are believed (TRUST_PROXY); 0: none. */
+  trustProxy: number;
   redisUrl: string | null;
   logLevel: string;
   webhooks: Record<string, WebhookRouteConfig>;
   /** Events arrive over signed HTTP (signingSecret), Socket Mode (appToken), or both. */
   slack: { signingSecret: string | null; botToken: string; appToken: string | null; apiUrl: string; botUserId: string | null } | null;
   discord: { botToken: string | null; publicKey: string | null; applicationId: string | null; apiUrl: string } | null;
-  ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number };
+  ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number; maxConnections: number; maxConnectionsPerIp: number };
 }
 
 export class ConfigError extends Error {
@@ -131,6 +172,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     dataDir,
     dbPath: envValue(env, "SWITCHBOARD_DB", str) ?? file.db ?? `${dataDir}/switchboard.db`,
     apiKey: envValue(env, "SWITCHBOARD_API_KEY", str) ?? file.api_key ?? null,
+    allowedOrigins: envValue(env, "ALLOWED_ORIGINS", listOf(origin)) ?? file.allowed_origins ?? [],
+    allowedHosts: envValue(env, "ALLOWED_HOSTS", listOf(hostName)) ?? file.allowed_hosts ?? [],
+    trustProxy: envValue(env, "TRUST_PROXY", trustProxy) ?? file.trust_proxy ?? 0,
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
@@ -178,11 +222,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,
       heartbeatMs: file.ws?.heartbeat_ms ?? 30_000,
+      maxConnections: file.ws?.max_connections ?? 10_000,
+      maxConnectionsPerIp: file.ws?.max_connections_per_ip ?? 1_000,
     },
     ...overrides,
   };
   if (!config.apiKey && !isLoopback(config.host)) {
     throw new ConfigError(`SWITCHBOARD_API_KEY: required when HOST is not a loopback address (HOST=${config.host})`);
+  }
+  if (config.apiKey && config.apiKey.length < MIN_API_KEY_CHARS && !isLoopback(config.host)) {
+    throw new ConfigError(`SWITCHBOARD_API_KEY: must be at least ${MIN_API_KEY_CHARS} characters when HOST is not a loopback address (HOST=${config.host})`);
   }
   return config;
 }
