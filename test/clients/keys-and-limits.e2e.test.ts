@@ -42,33 +42,28 @@ function connect(url: string, headers: Record<string, string>): Promise<{ status
   });
 }
 
+/** Each test speaks from its own client address (the trusted proxy's X-Forwarded-For). */
+let nextAddress = 1;
+const address = (): string => `198.51.100.${nextAddress++}`;
+const from = (ip: string, headers: Record<string, string> = {}): Record<string, string> => ({ "x-forwarded-for": ip, ...headers });
+
 describe("a keyed gateway behind one trusted proxy", () => {
-  const temp = makeTempDir("sb-limits");
   const log = capturingLogger();
   let gw: TestGateway;
   let base: string;
-  let wsUrl: string;
-  /** Each test speaks from its own client address (the proxy's X-Forwarded-For). */
-  let nextAddress = 1;
-  const address = (): string => `198.51.100.${nextAddress++}`;
-  const from = (ip: string, headers: Record<string, string> = {}): Record<string, string> => ({ "x-forwarded-for": ip, ...headers });
 
   beforeAll(async () => {
-    const config = join(temp.dir, "switchboard.yaml");
-    writeFileSync(config, "ws:\n  max_connections: 3\n  max_connections_per_ip: 2\n");
     gw = await startTestGateway({
       workers: false,
       logger: log.logger,
-      env: { SWITCHBOARD_API_KEY: KEY, SWITCHBOARD_CONFIG: config, TRUST_PROXY: "1", LOG_LEVEL: "info" },
+      env: { SWITCHBOARD_API_KEY: KEY, TRUST_PROXY: "1", LOG_LEVEL: "info" },
     });
     base = gw.gateway.url as string;
-    wsUrl = `${base.replace(/^http/, "ws")}/ws`;
     for (let i = 0; i < 5; i++) await gw.gateway.store.createSession(`listed-${i}`, { source: "api" });
   });
 
   afterAll(async () => {
     await gw?.stop();
-    temp.cleanup();
   });
 
   it("takes ?token= only on /ws and the admin redirect", async () => {
@@ -146,6 +141,30 @@ describe("a keyed gateway behind one trusted proxy", () => {
     expect((await rawRequest(base, { method: "GET", path: "/v1/models", headers: from(attacker, bearer) })).status).toBe(429);
   });
 
+  it("sets the admin cookie Secure when the trusted proxy says the client used TLS", async () => {
+    const res = await rawRequest(base, { method: "GET", path: `/admin/queues?token=${KEY}`, headers: from(address(), { "x-forwarded-proto": "https" }) });
+    expect(res.status).toBe(303);
+    expect(String(res.headers["set-cookie"])).toMatch(/;\s*Secure/i);
+  });
+});
+
+describe("WebSocket connection caps (ws.max_connections, ws.max_connections_per_ip)", () => {
+  const temp = makeTempDir("sb-ws-caps");
+  let gw: TestGateway;
+  let wsUrl: string;
+
+  beforeAll(async () => {
+    const config = join(temp.dir, "switchboard.yaml");
+    writeFileSync(config, "ws:\n  max_connections: 3\n  max_connections_per_ip: 2\n");
+    gw = await startTestGateway({ workers: false, env: { SWITCHBOARD_API_KEY: KEY, SWITCHBOARD_CONFIG: config, TRUST_PROXY: "1" } });
+    wsUrl = `${(gw.gateway.url as string).replace(/^http/, "ws")}/ws`;
+  });
+
+  afterAll(async () => {
+    await gw?.stop();
+    temp.cleanup();
+  });
+
   it("caps WebSocket connections per client address and per process (503 with Retry-After), and frees the slot on close", async () => {
     const a = address();
     const b = address();
@@ -182,11 +201,6 @@ describe("a keyed gateway behind one trusted proxy", () => {
     }
   });
 
-  it("sets the admin cookie Secure when the trusted proxy says the client used TLS", async () => {
-    const res = await rawRequest(base, { method: "GET", path: `/admin/queues?token=${KEY}`, headers: from(address(), { "x-forwarded-proto": "https" }) });
-    expect(res.status).toBe(303);
-    expect(String(res.headers["set-cookie"])).toMatch(/;\s*Secure/i);
-  });
 });
 
 describe("a keyed gateway with no proxy trusted", () => {
