@@ -68,6 +68,8 @@ describe("the bad-input corpus", () => {
     const first = await rawRequest(base, { method: "POST", path: "/webhooks/gh", headers: { "content-type": "application/json", ...githubHeaders(acceptedBody) }, body: acceptedBody });
     expect(first.status, first.body).toBe(200);
     await waitFor(async () => (await gw.gateway.store.inboxCounts()).pending === 0, 20_000, "the setup delivery answered");
+    // Its job finishes a moment after the row is done: the snapshot must not catch it active.
+    await waitFor(async () => (await gw.gateway.queues.turns.getActiveCount()) === 0, 20_000, "the setup job finished");
     snapshot = await state();
   }, 60_000);
 
