@@ -3,7 +3,7 @@
 // worker's events take — must reach every client. Measured: per event, the time until the last
 // client has it; per delivery, each client's latency; and the server process's resident memory.
 import { randomUUID } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
@@ -32,7 +32,10 @@ export async function fanoutBenchmark(ctx: BenchContext): Promise<BenchResult> {
   mkdirSync(dir, { recursive: true });
   const prefix = benchPrefix("ws");
   const sessionId = `fanout-${randomUUID().slice(0, 8)}`;
-  const gateway = await startGatewayProcess(["serve"], gatewayEnv(dir, ctx.redisUrl, prefix));
+  // Every client connects from loopback: raise the per-address cap (default 1,000) to fit them.
+  const config = join(dir, "switchboard.yaml");
+  writeFileSync(config, `ws:\n  max_connections: ${clients + 100}\n  max_connections_per_ip: ${clients + 100}\n`);
+  const gateway = await startGatewayProcess(["serve"], gatewayEnv(dir, ctx.redisUrl, prefix, { SWITCHBOARD_CONFIG: config }));
   const redis = new Redis({ ...redisOptionsFromUrl(ctx.redisUrl), maxRetriesPerRequest: 2 });
   const bus = new EventBus({ redis, prefix });
   const wsUrl = `${(gateway.url as string).replace(/^http/, "ws")}/ws?token=${BENCH_API_KEY}`;

@@ -67,7 +67,7 @@ async function waitForPing(socketPath: string, child: ChildProcess, timeoutMs: n
 /** Start a private redis-server with its socket and pid file under `dir`. */
 export async function startEmbeddedRedis(dir: string, options: { binary?: string; timeoutMs?: number } = {}): Promise<EmbeddedRedis> {
   const folder = resolve(dir);
-  mkdirSync(folder, { recursive: true });
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
   const socketPath = join(folder, "redis.sock");
   const pidFile = join(folder, "redis.pid");
   const ownerFile = join(folder, "owner.pid");
@@ -132,10 +132,11 @@ export async function startEmbeddedRedis(dir: string, options: { binary?: string
   };
 }
 
+/** Both must hold: a redis-server, and the one serving this folder's socket (not any other). */
 function isOurRedis(pid: number, socketPath: string): boolean {
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    return cmdline.includes("redis-server") || cmdline.includes(socketPath);
+    return cmdline.includes("redis-server") && cmdline.includes(socketPath);
   } catch {
     // No /proc (macOS): trust the pid file only if the socket is there too.
     return existsSync(socketPath);

@@ -5,11 +5,14 @@
 // the `switchboard_token` cookie (HttpOnly, SameSite=Strict, path /admin). Two ways to get it:
 // - the console, once its key is accepted, calls POST /admin/session with the key as Bearer;
 // - opening /admin/queues?token=KEY sets it and redirects to the same page without the token,
-//   so the key does not stay in the address bar.
+//   so the key does not stay in the address bar. That redirect is the only /admin request whose
+//   `?token=` the guard reads (acceptsQueryToken).
+//
+// The dashboard can retry and delete jobs, so no other site may frame it (clickjacking).
 import { createBullBoard } from "@bull-board/api";
 import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
-import { Router, type Request, type Response } from "express";
+import { Router, type Request, type RequestHandler, type Response } from "express";
 import { requestToken, TOKEN_COOKIE } from "./auth.js";
 import type { GatewayQueues } from "../gateway/queues.js";
 
@@ -17,8 +20,22 @@ export const ADMIN_QUEUES_PATH = "/admin/queues";
 export const ADMIN_SESSION_PATH = "/admin/session";
 const COOKIE_PATH = "/admin";
 
+/** The admin redirect: a GET of the dashboard's page itself (with or without a trailing slash). */
+export function acceptsQueryToken(req: Request): boolean {
+  if (req.method !== "GET" && req.method !== "HEAD") return false;
+  const path = new URL(req.originalUrl, "http://localhost").pathname;
+  return path === ADMIN_QUEUES_PATH || path === `${ADMIN_QUEUES_PATH}/`;
+}
+
+/** No page of /admin may be shown inside another site's frame. */
+export const noFraming: RequestHandler = (_req, res, next) => {
+  res.setHeader("Content-Security-Policy", "frame-ancestors 'none'");
+  res.setHeader("X-Frame-Options", "DENY");
+  next();
+};
+
 function cookieAttributes(req: Request): string {
-  // `Secure` only where the request itself came over TLS: the gateway trusts no proxy headers.
+  // `Secure` where the request came over TLS: to the gateway, or to a proxy it trusts (TRUST_PROXY).
   return `Path=${COOKIE_PATH}; HttpOnly; SameSite=Strict${req.secure ? "; Secure" : ""}`;
 }
 
@@ -67,6 +84,7 @@ export function adminRouter(queues: GatewayQueues): Router {
     options: { uiConfig: { boardTitle: "Switchboard queues" } },
   });
   const router = Router();
+  router.use(COOKIE_PATH, noFraming);
   router.use(sessionRoutes());
   router.use(ADMIN_QUEUES_PATH, serverAdapter.getRouter());
   return router;

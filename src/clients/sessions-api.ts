@@ -1,4 +1,5 @@
 // GET /api/sessions, GET /api/sessions/:id/messages, POST /api/sessions/:id/interrupt.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import express, { Router } from "express";
 import { z } from "zod";
 import type { SessionStore } from "../state/types.js";
@@ -7,10 +8,36 @@ import type { GatewayIngress } from "../gateway/types.js";
 
 const interruptBody = z.object({ text: z.string().max(10_000).optional(), hard: z.boolean().optional() }).strict();
 
+export const DEFAULT_SESSION_LIST_LIMIT = 200;
+export const MAX_SESSION_LIST_LIMIT = 1000;
+
+/** `?limit=`: an integer 1..1000 written in digits; absent means the default. */
+function listLimit(value: unknown): number {
+  if (value === undefined) return DEFAULT_SESSION_LIST_LIMIT;
+  const limit = typeof value === "string" && /^\d{1,7}$/.test(value) ? Number(value) : NaN;
+  if (!(limit >= 1 && limit <= MAX_SESSION_LIST_LIMIT)) {
+    throw new HttpError(400, "invalid_limit", `limit must be an integer from 1 to ${MAX_SESSION_LIST_LIMIT}`);
+  }
+  return limit;
+}
+
+/**
+ * A state-changing route takes `application/json` only: a page on another site can send a
+ * "simple" cross-site request (text/plain, a form, or no body) without asking first, but not JSON.
+ */
+export function requireJsonContent(req: IncomingMessage, _res: ServerResponse, next: (err?: unknown) => void): void {
+  const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+  if (type !== "application/json") {
+    next(new HttpError(415, "unsupported_media_type", "send the body as Content-Type: application/json"));
+    return;
+  }
+  next();
+}
+
 export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bodyLimitBytes: number): Router {
   const router = Router();
   router.get("/api/sessions", async (req, res) => {
-    const limit = Math.min(Number(req.query.limit ?? 200) || 200, 1000);
+    const limit = listLimit(req.query.limit);
     const sessions = await store.listSessions({ limit });
     const out = await Promise.all(
       sessions.map(async (s) => {
@@ -60,7 +87,7 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
     });
   });
 
-  router.post("/api/sessions/:id/interrupt", express.json({ limit: bodyLimitBytes }), async (req, res) => {
+  router.post("/api/sessions/:id/interrupt", requireJsonContent, express.json({ limit: bodyLimitBytes }), async (req, res) => {
     const parsed = interruptBody.safeParse(req.body ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];

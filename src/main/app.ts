@@ -1,13 +1,22 @@
 // The express app: platform routes (they verify their own signatures), the authenticated API,
-// health and metrics, the console; every error is JSON.
+// health and metrics, the console; every error is JSON. The browser rules come first: a no-key
+// gateway answers only its loopback host names (or ALLOWED_HOSTS), and state-changing requests
+// to the API from a foreign origin are refused.
 import express, { type Express, type Router } from "express";
 import type { Logger } from "pino";
-import { requireApiKey } from "../clients/auth.js";
+import { acceptsQueryToken } from "../clients/admin.js";
+import { ApiKeyCheck, requireApiKey } from "../clients/auth.js";
+import { hostGuard, NO_EXTRA_BROWSER_RULES, originGuard, type BrowserRules } from "../clients/browser-rules.js";
+import { clientAddress } from "../clients/forwarded.js";
 import { HttpError, jsonErrorHandler, sendError } from "../gateway/http-errors.js";
 
 export interface AppParts {
   logger: Logger;
   apiKey: string | null;
+  /** The key check shared with /ws (one count of wrong keys); default: a new one for `apiKey`. */
+  keyCheck?: ApiKeyCheck;
+  /** Allowed hosts and origins, TRUST_PROXY. Default: loopback hosts, own origin, no proxy. */
+  browser?: BrowserRules;
   /** Routes that check their own credentials (platform signatures): Slack, Discord, webhooks. */
   publicRoutes: Router[];
   /** Routes behind the API key: /v1, /api, /admin. */
@@ -18,15 +27,22 @@ export interface AppParts {
   consoleRoutes?: Router[];
 }
 
+const PROTECTED_PREFIXES = ["/v1", "/api", "/admin"];
+
 export function buildApp(parts: AppParts): Express {
+  const browser = parts.browser ?? NO_EXTRA_BROWSER_RULES;
+  const keys = parts.keyCheck ?? new ApiKeyCheck(parts.apiKey);
   const app = express();
   app.disable("x-powered-by");
-  app.set("trust proxy", false);
+  // X-Forwarded-Proto/-For/-Host count only from the proxies TRUST_PROXY says are there.
+  app.set("trust proxy", browser.trustProxyHops > 0 ? browser.trustProxyHops : false);
+  if (!keys.required) app.use(hostGuard(browser));
   for (const router of parts.operationalRoutes) app.use(router);
   for (const router of parts.publicRoutes) app.use(router);
   for (const router of parts.consoleRoutes ?? []) app.use(router);
-  const guard = requireApiKey(parts.apiKey);
-  app.use(["/v1", "/api", "/admin"], guard);
+  app.use(PROTECTED_PREFIXES, originGuard(browser));
+  const guard = requireApiKey(keys, { clientAddress: (req) => clientAddress(req, browser.trustProxyHops), acceptsQueryToken });
+  app.use(PROTECTED_PREFIXES, guard);
   for (const router of parts.protectedRoutes) app.use(router);
   app.use((req, res) => {
     sendError(res, 404, "not_found", `no route for ${req.method} ${req.path}`);

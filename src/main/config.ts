@@ -22,6 +22,32 @@ export { ConfigError };
 
 const busyMode = z.enum(BUSY_MODES);
 
+/** A key this short can be guessed; refused when the gateway listens beyond loopback. */
+export const MIN_API_KEY_CHARS = 16;
+
+/** `scheme://host[:port]`, kept canonical (lower case, default port dropped) as browsers send it. */
+const origin = z.string().transform((value, ctx) => {
+  const url = URL.canParse(value.trim()) ? new URL(value.trim()) : null;
+  const isOrigin = url !== null && (url.protocol === "http:" || url.protocol === "https:") &&
+    url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password;
+  if (isOrigin) return url.origin;
+  ctx.addIssue({ code: "custom", message: `not an origin (scheme://host[:port]): ${value}` });
+  return z.NEVER;
+});
+
+/** A host name a client may use, without a port: `gateway.example.com`, `10.0.0.5`, `[::1]`. */
+const hostName = z
+  .string()
+  .transform((value) => value.trim().toLowerCase().replace(/\.$/, ""))
+  .pipe(z.string().regex(/^([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])$/, "must be a host name without scheme or port"));
+
+/** TRUST_PROXY: how many proxies stand in front; `true`/`false` are read as 1/0. */
+const trustProxy = z.preprocess((value) => (value === "true" ? 1 : value === "false" ? 0 : value), intFrom(0, 32));
+
+/** A comma-separated environment list. */
+const listOf = <T>(item: z.ZodType<T, string>) =>
+  z.string().transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part !== "")).pipe(z.array(item));
+
 /** The file's shape (snake_case keys): the core's keys and every section's. Every key is optional. */
 const fileSchema = z.object({
   host: z.string().optional(),
@@ -29,6 +55,9 @@ const fileSchema = z.object({
   db: z.string().optional(),
   data_dir: z.string().optional(),
   api_key: z.string().optional(),
+  allowed_origins: z.array(origin).optional(),
+  allowed_hosts: z.array(hostName).optional(),
+  trust_proxy: intFrom(0, 32).optional(),
   redis_url: z.string().optional(),
   worker_concurrency: intFrom(1, 1024).optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
@@ -48,7 +77,13 @@ const fileSchema = z.object({
   turn_reply_timeout_ms: intFrom(1000).optional(),
   log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   ...sectionSchemas(adapterConfigSections),
-  ws: z.object({ max_frame_bytes: intFrom(256).optional(), max_subscriptions: intFrom(1).optional(), heartbeat_ms: intFrom(100).optional() }).strict().optional(),
+  ws: z.object({
+    max_frame_bytes: intFrom(256).optional(),
+    max_subscriptions: intFrom(1).optional(),
+    heartbeat_ms: intFrom(100).optional(),
+    max_connections: intFrom(1).optional(),
+    max_connections_per_ip: intFrom(1).optional(),
+  }).strict().optional(),
   mcp_servers: mcpConfigSection.schema.optional(),
 }).strict();
 
@@ -61,9 +96,15 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   dataDir: string;
   dbPath: string;
   apiKey: string | null;
+  /** Origins besides the gateway's own whose pages may use /ws and the API (canonical form). */
+  allowedOrigins: string[];
+  /** Host names a no-key gateway answers besides loopback ones. */
+  allowedHosts: string[];
+  /** Proxies in front whose `X-Forwarded-*` headers are believed (TRUST_PROXY); 0: none. */
+  trustProxy: number;
   redisUrl: string | null;
   logLevel: string;
-  ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number };
+  ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number; maxConnections: number; maxConnectionsPerIp: number };
 }
 
 function describeIssues(source: string, error: z.ZodError): string {
@@ -102,6 +143,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     dataDir,
     dbPath: envValue(env, "SWITCHBOARD_DB", str) ?? file.db ?? `${dataDir}/switchboard.db`,
     apiKey: envValue(env, "SWITCHBOARD_API_KEY", str) ?? file.api_key ?? null,
+    allowedOrigins: envValue(env, "ALLOWED_ORIGINS", listOf(origin)) ?? file.allowed_origins ?? [],
+    allowedHosts: envValue(env, "ALLOWED_HOSTS", listOf(hostName)) ?? file.allowed_hosts ?? [],
+    trustProxy: envValue(env, "TRUST_PROXY", trustProxy) ?? file.trust_proxy ?? 0,
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
@@ -133,11 +177,16 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,
       heartbeatMs: file.ws?.heartbeat_ms ?? 30_000,
+      maxConnections: file.ws?.max_connections ?? 10_000,
+      maxConnectionsPerIp: file.ws?.max_connections_per_ip ?? 1_000,
     },
     ...overrides,
   };
   if (!config.apiKey && !isLoopback(config.host)) {
     throw new ConfigError(`SWITCHBOARD_API_KEY: required when HOST is not a loopback address (HOST=${config.host})`);
+  }
+  if (config.apiKey && config.apiKey.length < MIN_API_KEY_CHARS && !isLoopback(config.host)) {
+    throw new ConfigError(`SWITCHBOARD_API_KEY: must be at least ${MIN_API_KEY_CHARS} characters when HOST is not a loopback address (HOST=${config.host})`);
   }
   return config;
 }

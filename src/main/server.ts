@@ -1,20 +1,21 @@
 // The composition root: one function builds a gateway process from its config — HTTP +
 // WebSocket ingress, turn and delivery workers, or both — and one handle stops it cleanly.
-import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { createProvider } from "../agent/providers/index.js";
 import type { ModelProvider } from "../agent/types.js";
-import { SessionDB } from "../state/index.js";
+import { ensurePrivateDir, SessionDB, type OnTightened } from "../state/index.js";
 import { createAdapters, THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/index.js";
 import { createApiServerRouter } from "../clients/openai/index.js";
 import { acceptSend } from "../clients/ws/index.js";
 import { consoleRouter } from "../clients/console.js";
 import { buildApp } from "./app.js";
-import { isAuthorized } from "../clients/auth.js";
+import { ApiKeyCheck } from "../clients/auth.js";
+import { hostAllowed, originAllowed, type BrowserRules } from "../clients/browser-rules.js";
+import { clientAddress } from "../clients/forwarded.js";
 import { adminRouter } from "../clients/admin.js";
 import type { GatewayConfig } from "./config.js";
 import { DeliveryDispatcher, DeliveryWorkers } from "../gateway/delivery-worker.js";
@@ -95,8 +96,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     cleanups.length = 0;
   };
   try {
-    mkdirSync(config.dataDir, { recursive: true });
-    mkdirSync(dirname(config.dbPath), { recursive: true });
+    // Transcripts and platform tokens live here: the owner's alone.
+    const tightened: OnTightened = (path, from, to) =>
+      logger.warn({ path, from: from.toString(8), to: to.toString(8) }, "tightened the permissions of a private file");
+    ensurePrivateDir(config.dataDir, tightened);
 
     let embedded: EmbeddedRedis | null = null;
     let redisUrl = config.redisUrl;
@@ -122,7 +125,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const notifier = new RedisLeaseNotifier(redis, subscriber, keys.leaseReleased);
     cleanups.push(() => notifier.close());
     // WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
-    const store = new SessionDB(config.dbPath, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS });
+    const store = new SessionDB(config.dbPath, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS, onModeTightened: tightened });
     cleanups.push(() => store.close());
 
     const events = new EventBus({ redis, subscriber, prefix, logger });
@@ -188,9 +191,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     let hub: WebSocketHub | null = null;
     let port: number | null = null;
     if (options.http) {
+      const browser: BrowserRules = { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, trustProxyHops: config.trustProxy };
+      // One count of wrong keys for HTTP and /ws.
+      const keyCheck = new ApiKeyCheck(config.apiKey);
       const app = buildApp({
         logger,
         apiKey: config.apiKey,
+        keyCheck,
+        browser,
         operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
         publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
         protectedRoutes: [
@@ -205,7 +213,15 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         bus: events,
         ingress,
         onSend: (frame) => acceptSend(ingress, frame),
-        authenticate: (_token, req) => isAuthorized(config.apiKey, req),
+        authenticate: (token, req) => {
+          const decision = keyCheck.check(token, clientAddress(req, browser.trustProxyHops));
+          return decision.ok || (decision.reason === "rate_limited" ? { retryAfterSeconds: decision.retryAfterSeconds } : false);
+        },
+        hostAllowed: config.apiKey === null ? (req) => hostAllowed(req, browser) : undefined,
+        originAllowed: (req) => originAllowed(req, browser),
+        clientAddress: (req) => clientAddress(req, browser.trustProxyHops),
+        maxConnections: config.ws.maxConnections,
+        maxConnectionsPerAddress: config.ws.maxConnectionsPerIp,
         logger,
         maxFrameBytes: config.ws.maxFrameBytes,
         maxSubscriptionsPerClient: config.ws.maxSubscriptions,

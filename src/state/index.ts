@@ -5,4 +5,5 @@ export { makeHolder, parseHolder, type MakeHolderInput, type ParsedHolder } from
 export { isSqliteBusy } from "./busy-retry.js";
 export { repairToolPairing } from "./conversation.js";
 export { COMPRESSION_END_REASON } from "./sessions.js";
+export { ensurePrivateDir, type OnTightened } from "./private-files.js";
 export * from "./types.js";

@@ -13,6 +13,7 @@ import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from
 import { LeaseSql } from "./lease.js";
 import { MessageSql } from "./messages.js";
 import { openDatabase } from "./open-database.js";
+import type { OnTightened } from "./private-files.js";
 import { SessionSql } from "./sessions.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import type {
@@ -60,6 +61,8 @@ export interface SessionDBOptions {
   backgroundCheckpointMs?: number;
   /** With background checkpoints: rewind the WAL once it holds more frames than this (default 4096). */
   walRestartFrames?: number;
+  /** The database or its -wal/-shm file had a mode wider than 0600 and was tightened. */
+  onModeTightened?: OnTightened;
 }
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
@@ -101,7 +104,7 @@ export class SessionDB implements SessionStore {
   private closed = false;
 
   constructor(path: string, options: SessionDBOptions = {}) {
-    const opened = openDatabase(path, options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs);
+    const opened = openDatabase(path, options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs, options.onModeTightened);
     this.db = opened.db;
     this.fileKey = opened.fileKey;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULTS.pollIntervalMs;

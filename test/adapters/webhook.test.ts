@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   createWebhookAdapter,
@@ -105,7 +105,8 @@ describe("webhook ingress", () => {
     expect(await res.json()).toEqual({ reply: "echo: ping from ci", session_id: "sess-webhook:gh:room-7" });
     expect(ingress.accepted[0]).toMatchObject({
       platform: "webhook",
-      platformMessageId: "gh:72d3162e-cc78-11e3-81ab-4c9367dc0958",
+      // The body has no id: the delivery is identified by what the signature covers, its bytes.
+      platformMessageId: `gh:sha256:${createHash("sha256").update(message()).digest("hex")}`,
       sessionKey: "webhook:gh:room-7",
       chatId: "room-7",
       userId: "u-1",
@@ -150,10 +151,10 @@ describe("webhook ingress", () => {
     expect(ingress.calls).toHaveLength(0);
   });
 
-  it("answers a repeated delivery id with {duplicate: true} and records one message", async () => {
-    const first = await githubPost("gh", message(), "delivery-1");
+  it("answers a repeated delivery with {duplicate: true} and records one message", async () => {
+    const first = await githubPost("gh", message({ id: "delivery-1" }), "delivery-1");
     expect(first.status).toBe(200);
-    const again = await githubPost("gh", message(), "delivery-1");
+    const again = await githubPost("gh", message({ id: "delivery-1" }), "delivery-1");
     expect(again.status).toBe(200);
     expect(await again.json()).toEqual({ duplicate: true });
 
@@ -164,16 +165,28 @@ describe("webhook ingress", () => {
     expect(ingress.duplicates).toHaveLength(2);
   });
 
-  it("uses the body's id when the style's header is absent, and requires some id", async () => {
-    const withId = await githubPost("gh", message({ id: 12345 }));
+  it("github style: dedupes by the signed body's id, never by the unsigned X-GitHub-Delivery", async () => {
+    const withId = await githubPost("gh", message({ id: 12345 }), "delivery-a");
     expect(withId.status).toBe(200);
     expect(ingress.accepted[0].platformMessageId).toBe("gh:12345");
-    const again = await githubPost("gh", message({ id: 12345 }));
-    expect(await again.json()).toEqual({ duplicate: true });
+    // The same signed body replayed under new delivery ids, or none: the same message.
+    for (const delivery of ["delivery-b", "delivery-c", undefined]) {
+      const again = await githubPost("gh", message({ id: 12345 }), delivery);
+      expect(await again.json()).toEqual({ duplicate: true });
+    }
+    expect(ingress.calls.map((c) => c.message.platformMessageId)).toEqual(Array(4).fill("gh:12345"));
+    expect(ingress.accepted).toHaveLength(1);
+  });
 
-    const noId = await githubPost("gh", message());
-    expect(noId.status).toBe(400);
-    expect(((await noId.json()) as { error: { message: string } }).error.message).toMatch(/\bid\b/);
+  it("github style: a body without an id is identified by its bytes", async () => {
+    const first = await githubPost("gh", message({ text: "no id here" }), "delivery-1");
+    expect(first.status).toBe(200);
+    const replay = await githubPost("gh", message({ text: "no id here" }), "delivery-2");
+    expect(await replay.json()).toEqual({ duplicate: true });
+    const other = await githubPost("gh", message({ text: "another message" }), "delivery-2");
+    expect(other.status).toBe(200);
+    expect(await other.json()).toMatchObject({ reply: "echo: another message" });
+    expect(ingress.duplicates).toHaveLength(1);
   });
 
   it("answers 400 naming the bad field", async () => {

@@ -1,7 +1,6 @@
 // The bad-input corpus: every HTTP route and the WebSocket protocol get malformed, mistyped,
 // oversized, forged, replayed and path-tricked input. Each case must get the right 4xx JSON error
 // (or an error frame), must not enqueue anything, and the server must keep serving afterwards.
-import { request } from "node:http";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +11,7 @@ import { httpCases } from "./http-cases.js";
 import {
   API_KEY, configYaml, discordKeys, githubHeaders, SLACK_SECRET, TELEGRAM_SECRET, TELEGRAM_TOKEN, WHATSAPP_APP_SECRET, WHATSAPP_PHONE_NUMBER_ID, WHATSAPP_VERIFY_TOKEN,
 } from "./keys.js";
-import { rawRequest } from "./raw-http.js";
+import { rawRequest, upgradeStatus } from "./raw-http.js";
 import { wsFrameCases, wsUpgradeCases } from "./ws-cases.js";
 
 interface ErrorBody {
@@ -31,30 +30,6 @@ function nextFrame(ws: WebSocket, timeoutMs = 3000): Promise<Record<string, unkn
       resolve(JSON.parse(data.toString()) as Record<string, unknown>);
     };
     ws.on("message", onMessage);
-  });
-}
-
-/** The status an upgrade request is answered with (101 when it is accepted). */
-function upgradeStatus(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: url.hostname,
-      port: url.port,
-      path,
-      headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", ...headers },
-    });
-    req.on("upgrade", (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 101, body: "" });
-    });
-    req.on("response", (res) => {
-      let body = "";
-      res.on("data", (c: Buffer) => (body += c.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("error", reject);
-    req.end();
   });
 }
 
@@ -105,6 +80,8 @@ describe("the bad-input corpus", () => {
     const first = await rawRequest(base, { method: "POST", path: "/webhooks/gh", headers: { "content-type": "application/json", ...githubHeaders(acceptedBody) }, body: acceptedBody });
     expect(first.status, first.body).toBe(200);
     await waitFor(async () => (await gw.gateway.store.inboxCounts()).pending === 0, 20_000, "the setup delivery answered");
+    // Its job finishes a moment after the row is done: the snapshot must not catch it active.
+    await waitFor(async () => (await gw.gateway.queues.turns.getActiveCount()) === 0, 20_000, "the setup job finished");
     snapshot = await state();
   }, 60_000);
 
@@ -143,6 +120,16 @@ describe("the bad-input corpus", () => {
       const res = await rawRequest(base, { method: "POST", path: "/webhooks/gh", headers: { "content-type": "application/json", ...githubHeaders(acceptedBody) }, body: acceptedBody });
       expect(res.status).toBe(200);
       expect(JSON.parse(res.body)).toEqual({ duplicate: true });
+      expect(await inboxRows()).toBe(rowsBefore);
+    });
+
+    it("answers the same signed body under a new X-GitHub-Delivery as a duplicate (the header is not signed)", async () => {
+      const rowsBefore = await inboxRows();
+      for (const delivery of ["replay-1", "replay-2"]) {
+        const res = await rawRequest(base, { method: "POST", path: "/webhooks/gh", headers: { "content-type": "application/json", ...githubHeaders(acceptedBody, delivery) }, body: acceptedBody });
+        expect(res.status).toBe(200);
+        expect(JSON.parse(res.body)).toEqual({ duplicate: true });
+      }
       expect(await inboxRows()).toBe(rowsBefore);
     });
 
@@ -186,6 +173,70 @@ describe("the bad-input corpus", () => {
       expect(res.status, res.body).toBe(c.status);
       const body = JSON.parse(res.body) as ErrorBody;
       expect(typeof body.error?.code, res.body).toBe("string");
+    });
+  });
+
+  describe("a gateway without a key (loopback only)", () => {
+    let open: TestGateway;
+    let openBase: string;
+
+    beforeAll(async () => {
+      open = await startTestGateway({ workers: false });
+      openBase = open.gateway.url as string;
+    });
+
+    afterAll(async () => {
+      await open?.stop();
+    });
+
+    const foreignHosts = ["attacker.example", "attacker.example:80", "127.0.0.1.attacker.example", "localhost.attacker.example", "[::1"];
+    const routes: Array<[string, string]> = [
+      ["GET", "/api/sessions"],
+      ["GET", "/api/sessions/some-session/messages"],
+      ["GET", "/v1/models"],
+      ["GET", "/health"],
+      ["GET", "/"],
+      ["GET", "/admin/queues"],
+    ];
+
+    it.each(routes.flatMap(([method, path]) => foreignHosts.map((host) => ({ method, path, host }))))(
+      "$method $path with Host '$host' -> 421",
+      async ({ method, path, host }) => {
+        const res = await rawRequest(openBase, { method, path, headers: { host } });
+        expect(res.status, res.body).toBe(421);
+        expect(JSON.parse(res.body)).toMatchObject({ error: { code: "host_not_allowed" } });
+      },
+    );
+
+    it.each(foreignHosts)("a /ws upgrade with Host '%s' -> 421", async (host) => {
+      const res = await upgradeStatus(openBase, "/ws", { host });
+      expect(res.status, res.body).toBe(421);
+      expect(JSON.parse(res.body)).toMatchObject({ error: { code: "host_not_allowed" } });
+    });
+
+    it("a /ws upgrade from another site's page -> 403, and from none or its own origin -> 101", async () => {
+      const port = new URL(openBase).port;
+      expect((await upgradeStatus(openBase, "/ws", { origin: "https://evil.example" })).status).toBe(403);
+      expect((await upgradeStatus(openBase, "/ws", { origin: `http://localhost:${port}`, host: `127.0.0.1:${port}` })).status).toBe(403);
+      expect((await upgradeStatus(openBase, "/ws")).status).toBe(101);
+      expect((await upgradeStatus(openBase, "/ws", { origin: `http://127.0.0.1:${port}` })).status).toBe(101);
+      expect((await upgradeStatus(openBase, "/ws", { origin: `http://localhost:${port}`, host: `localhost:${port}` })).status).toBe(101);
+    });
+
+    it("a cross-site simple request cannot interrupt: text/plain -> 415, a foreign Origin -> 403", async () => {
+      const path = "/api/sessions/any-session/interrupt";
+      const plain = await rawRequest(openBase, { method: "POST", path, headers: { "content-type": "text/plain" }, body: '{"hard":true}' });
+      expect(plain.status, plain.body).toBe(415);
+      const foreign = await rawRequest(openBase, { method: "POST", path, headers: { "content-type": "application/json", origin: "https://evil.example" }, body: "{}" });
+      expect(foreign.status, foreign.body).toBe(403);
+    });
+
+    it("answers loopback host names", async () => {
+      const port = new URL(openBase).port;
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `127.1.2.3:${port}`, "LOCALHOST"]) {
+        const res = await rawRequest(openBase, { method: "GET", path: "/api/sessions", headers: { host } });
+        expect(res.status, host).toBe(200);
+      }
     });
   });
 

@@ -2,6 +2,7 @@
 // get. A few cases accept two statuses where both are right (404 or 405 for a wrong method);
 // none accepts a 2xx or a 5xx.
 import { gzipSync } from "node:zlib";
+import { TOKEN_COOKIE } from "../../src/clients/auth.js";
 import {
   API_KEY,
   discordHeaders,
@@ -98,6 +99,8 @@ export function httpCases(): HttpCase[] {
     { name: "chat: X-Session-Id with an encoded slash", method: "POST", path: "/v1/chat/completions", headers: { ...api, "x-session-id": "a%2Fb" }, body: goodChat, status: 400 },
     { name: "chat: overlong X-Session-Id", method: "POST", path: "/v1/chat/completions", headers: { ...api, "x-session-id": "s".repeat(129) }, body: goodChat, status: 400 },
     { name: "chat: overlong Idempotency-Key", method: "POST", path: "/v1/chat/completions", headers: { ...api, "idempotency-key": "k".repeat(300) }, body: goodChat, status: 400 },
+    { name: "chat: the right key in ?token=", method: "POST", path: `/v1/chat/completions?token=${API_KEY}`, headers: json, body: goodChat, status: 401 },
+    { name: "chat: from another site's page", method: "POST", path: "/v1/chat/completions", headers: { ...api, origin: "https://evil.example" }, body: goodChat, status: 403 },
     { name: "chat: GET instead of POST", method: "GET", path: "/v1/chat/completions", headers: auth, status: [404, 405] },
 
     // ---- /v1/models ----
@@ -117,12 +120,23 @@ export function httpCases(): HttpCase[] {
     { name: "sessions: NUL byte in the id", method: "GET", path: "/api/sessions/abc%00def/messages", headers: auth, status: [400, 404] },
     { name: "sessions: malformed percent-encoding", method: "GET", path: "/api/sessions/%E0%A4%A/messages", headers: auth, status: 400 },
     { name: "sessions: DELETE", method: "DELETE", path: "/api/sessions/no-such-session", headers: auth, status: [404, 405] },
+    { name: "sessions: the right key in ?token= (only /ws and the admin redirect read it)", method: "GET", path: `/api/sessions?token=${API_KEY}`, status: 401 },
+    { name: "sessions: malformed percent-encoding in the admin cookie", method: "GET", path: "/api/sessions", headers: { cookie: `${TOKEN_COOKIE}=%E0%A4%A` }, status: 401 },
+    ...["-1", "0", "1.5", "1001", "1e3", "abc", "", "99999999999999999999"].map((limit) => ({
+      name: `sessions: limit=${limit || "(empty)"}`, method: "GET", path: `/api/sessions?limit=${limit}`, headers: auth, status: 400,
+    })),
+    { name: "sessions: limit given twice", method: "GET", path: "/api/sessions?limit=1&limit=2", headers: auth, status: 400 },
     { name: "interrupt: no API key", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: json, body: "{}", status: 401 },
     { name: "interrupt: unknown session", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: api, body: "{}", status: 404 },
     { name: "interrupt: malformed JSON", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: api, body: "{hard:", status: 400 },
     { name: "interrupt: hard is a string", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: api, body: '{"hard":"yes"}', status: 400 },
     { name: "interrupt: text is a number", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: api, body: '{"text":5}', status: 400 },
     { name: "interrupt: unknown field", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: api, body: '{"hard":true,"rm":"-rf"}', status: 400 },
+    { name: "interrupt: text/plain body (a cross-site simple request)", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: { ...auth, "content-type": "text/plain" }, body: "{}", status: 415 },
+    { name: "interrupt: form body", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: { ...auth, "content-type": "application/x-www-form-urlencoded" }, body: "hard=true", status: 415 },
+    { name: "interrupt: no body and no content type", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: auth, status: 415 },
+    { name: "interrupt: from another site's page", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: { ...api, origin: "https://evil.example" }, body: "{}", status: 403 },
+    { name: "interrupt: from a sandboxed page (Origin: null)", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: { ...api, origin: "null" }, body: "{}", status: 403 },
     { name: "interrupt: body over the size limit", method: "POST", path: "/api/sessions/no-such-session/interrupt", headers: api, body: huge('{"text":"', '"}'), status: 413 },
 
     // ---- POST /slack/events, /slack/commands ----
@@ -187,7 +201,6 @@ export function httpCases(): HttpCase[] {
         ["text is only whitespace", { text: "   \n\t" }],
         ["chat_id is an object", { chat_id: { $gt: "" } }],
         ["user_id missing", { user_id: undefined }],
-        ["no delivery id anywhere", { id: undefined }],
       ] as const
     ).map(([what, fields]) => {
       const body = hook(fields);
@@ -252,6 +265,9 @@ export function httpCases(): HttpCase[] {
     { name: "double slash //v1/models without a key", method: "GET", path: "//v1/models", status: [401, 404] },
     { name: "encoded ../ at the root", method: "GET", path: "/%2e%2e/%2e%2e/etc/passwd", status: [400, 404] },
     { name: "queue dashboard without a key", method: "GET", path: "/admin/queues", status: 401 },
+    { name: "queue dashboard: malformed admin cookie", method: "GET", path: "/admin/queues", headers: { cookie: `${TOKEN_COOKIE}=%E0%A4%A` }, status: 401 },
+    { name: "queue dashboard API: the right key in ?token= (only the page's redirect reads it)", method: "GET", path: `/admin/queues/api/queues?token=${API_KEY}`, status: 401 },
+    { name: "queue dashboard API: a job action from another site's page", method: "PUT", path: "/admin/queues/api/queues/turns/retry/failed", headers: { ...auth, origin: "https://evil.example" }, status: 403 },
     { name: "unknown path", method: "GET", path: "/no/such/route", status: 404 },
   ];
 }

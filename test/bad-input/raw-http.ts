@@ -8,6 +8,31 @@ export interface RawResponse {
   body: string;
 }
 
+/** The status an upgrade request is answered with (101 when it is accepted). */
+export function upgradeStatus(base: string, path: string, headers: Record<string, string> = {}): Promise<RawResponse> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: url.hostname,
+      port: url.port,
+      path,
+      agent: false,
+      headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", ...headers },
+    });
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 101, body: "", headers: res.headers });
+    });
+    req.on("response", (res) => {
+      let body = "";
+      res.on("data", (c: Buffer) => (body += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 export function rawRequest(
   base: string,
   options: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },

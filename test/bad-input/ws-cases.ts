@@ -57,4 +57,7 @@ export const wsUpgradeCases = (apiKey: string): WsUpgradeCase[] => [
   { name: "upgrade with a wrong token", path: "/ws?token=nope", status: 401 },
   { name: "upgrade with a wrong bearer header", path: "/ws", headers: { authorization: "Bearer nope" }, status: 401 },
   { name: "upgrade on another path", path: `/wss?token=${apiKey}`, status: 404 },
+  { name: "upgrade from another site's page, with the right key", path: `/ws?token=${apiKey}`, headers: { origin: "https://evil.example" }, status: 403 },
+  { name: "upgrade from a sandboxed page (Origin: null)", path: `/ws?token=${apiKey}`, headers: { origin: "null" }, status: 403 },
+  { name: "upgrade from a look-alike origin (own host as a subdomain)", path: `/ws?token=${apiKey}`, headers: { origin: "http://127.0.0.1.evil.example" }, status: 403 },
 ];

@@ -54,6 +54,26 @@ describe("embedded redis-server", () => {
     }
   });
 
+  it.skipIf(process.platform !== "linux")("never stops an unrelated process the stale pid file names, even one called redis-server", async () => {
+    const folder = makeTempDir("sb-embedded-stale");
+    // Another program whose command line says "redis-server" but not this folder's socket.
+    const unrelated = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", "redis-server", "--port", "6390"], { stdio: "ignore" });
+    try {
+      await new Promise((r) => unrelated.once("spawn", r));
+      writeFileSync(join(folder.dir, "redis.pid"), String(unrelated.pid));
+      server = await startEmbeddedRedis(folder.dir);
+      expect(server.pid).not.toBe(unrelated.pid);
+      expect(unrelated.exitCode).toBeNull();
+      expect(unrelated.signalCode).toBeNull();
+      process.kill(unrelated.pid as number, 0);
+    } finally {
+      unrelated.kill("SIGKILL");
+      await server?.stop();
+      server = null;
+      folder.cleanup();
+    }
+  });
+
   it("names the fix when no redis-server binary exists", async () => {
     await expect(startEmbeddedRedis(temp.dir, { binary: "/nonexistent/redis-server-missing" })).rejects.toThrow(
       /apt-get install redis-server.*REDIS_URL/,

@@ -32,7 +32,46 @@ describe("configuration", () => {
 
   it("refuses a non-loopback address without an API key", () => {
     expect(() => loadConfig({ HOST: "0.0.0.0" })).toThrow(ConfigError);
-    expect(loadConfig({ HOST: "0.0.0.0", SWITCHBOARD_API_KEY: "k" }).host).toBe("0.0.0.0");
+    expect(loadConfig({ HOST: "0.0.0.0", SWITCHBOARD_API_KEY: "k".repeat(16) }).host).toBe("0.0.0.0");
+  });
+
+  it("refuses a key shorter than 16 characters off loopback, and allows it on loopback", () => {
+    expect(() => loadConfig({ HOST: "0.0.0.0", SWITCHBOARD_API_KEY: "k".repeat(15) })).toThrow(/SWITCHBOARD_API_KEY: must be at least 16 characters/);
+    expect(() => loadConfig({ HOST: "10.1.2.3", SWITCHBOARD_API_KEY: "short" })).toThrow(ConfigError);
+    expect(loadConfig({ HOST: "127.0.0.1", SWITCHBOARD_API_KEY: "short" }).apiKey).toBe("short");
+  });
+
+  it("reads the browser and proxy settings, canonical, and names a bad one", () => {
+    const config = loadConfig({
+      ALLOWED_ORIGINS: "https://Console.Example.com, http://localhost:3000,https://x.example:443",
+      ALLOWED_HOSTS: "Gateway.Example.com,10.0.0.5",
+      TRUST_PROXY: "1",
+    });
+    expect(config.allowedOrigins).toEqual(["https://console.example.com", "http://localhost:3000", "https://x.example"]);
+    expect(config.allowedHosts).toEqual(["gateway.example.com", "10.0.0.5"]);
+    expect(config.trustProxy).toBe(1);
+    expect(loadConfig({}).trustProxy).toBe(0);
+    expect(loadConfig({ TRUST_PROXY: "true" }).trustProxy).toBe(1);
+    expect(() => loadConfig({ ALLOWED_ORIGINS: "https://x.example/path" })).toThrow(/^ALLOWED_ORIGINS: /);
+    expect(() => loadConfig({ ALLOWED_ORIGINS: "*" })).toThrow(/^ALLOWED_ORIGINS: /);
+    expect(() => loadConfig({ ALLOWED_HOSTS: "http://x.example" })).toThrow(/^ALLOWED_HOSTS: /);
+    expect(() => loadConfig({ TRUST_PROXY: "-1" })).toThrow(/^TRUST_PROXY: /);
+  });
+
+  it("caps WebSocket connections by default and reads the caps from YAML", () => {
+    expect(loadConfig({}).ws).toMatchObject({ maxConnections: 10_000, maxConnectionsPerIp: 1_000 });
+    const temp = makeTempDir("sb-config");
+    try {
+      const file = join(temp.dir, "ws.yaml");
+      writeFileSync(file, "ws:\n  max_connections: 50\n  max_connections_per_ip: 5\nallowed_origins: [\"https://a.example\"]\n");
+      const config = loadConfig({ SWITCHBOARD_CONFIG: file });
+      expect(config.ws).toMatchObject({ maxConnections: 50, maxConnectionsPerIp: 5 });
+      expect(config.allowedOrigins).toEqual(["https://a.example"]);
+      writeFileSync(file, "ws:\n  max_connections_per_ip: 0\n");
+      expect(() => loadConfig({ SWITCHBOARD_CONFIG: file })).toThrow(/ws\.max_connections_per_ip/);
+    } finally {
+      temp.cleanup();
+    }
   });
 
   it("reads webhook routes and busy modes from YAML, naming a bad key with its path", () => {

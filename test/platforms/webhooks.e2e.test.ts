@@ -43,8 +43,8 @@ afterAll(async () => {
   configDir?.cleanup();
 });
 
-function messageBody(text: string, chat = `room-${uniqueToken()}`): string {
-  return JSON.stringify({ chat_id: chat, user_id: "u-7", text });
+function messageBody(text: string, chat = `room-${uniqueToken()}`, id?: string): string {
+  return JSON.stringify({ ...(id ? { id } : {}), chat_id: chat, user_id: "u-7", text });
 }
 
 function postGithub(body: string, delivery: string, options: { sendBody?: string } = {}): Promise<Response> {
@@ -76,12 +76,12 @@ async function assistantLines(sessionId: string): Promise<string[]> {
 describe("webhooks through the gateway", () => {
   it("answers a GitHub-signed delivery on a sync route with {reply, session_id}", async () => {
     const text = `build ${uniqueToken()} finished`;
-    const delivery = `gh-${uniqueToken()}`;
-    const res = await postGithub(messageBody(text), delivery);
+    const id = `gh-${uniqueToken()}`;
+    const res = await postGithub(messageBody(text, undefined, id), `delivery-${uniqueToken()}`);
     expect(res.status).toBe(200);
     const answer = (await res.json()) as { reply: string; session_id: string };
     expect(answer.reply).toContain(`Echo: ${text}`);
-    const row = await inboxRowOf(gw.gateway, "webhook", `ci:${delivery}`);
+    const row = await inboxRowOf(gw.gateway, "webhook", `ci:${id}`);
     expect(answer.session_id).toBe(row.session_id);
     expect(await transcript(gw.gateway, answer.session_id)).toEqual([`user: ${text}`, `assistant: ${answer.reply}`]);
   });
@@ -142,6 +142,28 @@ describe("webhooks through the gateway", () => {
     const cbRow = await inboxRowOf(gw.gateway, "webhook", `alerts:${cbId}`);
     expect(await assistantLines(syncSession)).toEqual([`assistant: Echo: ${syncText}`]);
     expect(await assistantLines(cbRow.session_id)).toEqual([`assistant: Echo: ${cbText}`]);
+  });
+
+  it("answers a captured github-style delivery replayed under new X-GitHub-Delivery ids as a duplicate, without a turn", async () => {
+    const before = await inboxTotal(gw.gateway);
+    // One body with a signed id, one without (identified by its bytes).
+    const withId = messageBody(`release ${uniqueToken()} tagged`, undefined, `rel-${uniqueToken()}`);
+    const withoutId = messageBody(`alert ${uniqueToken()} fired`);
+    const sessions: string[] = [];
+    for (const body of [withId, withoutId]) {
+      const first = await postGithub(body, `delivery-${uniqueToken()}`);
+      expect(first.status).toBe(200);
+      sessions.push(((await first.json()) as { session_id: string }).session_id);
+      // An attacker who captured the request sends it again under fresh (unsigned) delivery ids.
+      for (let replay = 0; replay < 3; replay++) {
+        const again = await postGithub(body, `delivery-${uniqueToken()}`);
+        expect(again.status).toBe(200);
+        expect(await again.json()).toEqual({ duplicate: true });
+      }
+    }
+    await settle(300);
+    expect(await inboxTotal(gw.gateway)).toBe(before + 2);
+    for (const session of sessions) expect(await assistantLines(session)).toHaveLength(1);
   });
 
   it("refuses a body changed after signing with 401 in both styles and runs no turn", async () => {

@@ -1,6 +1,14 @@
-// POST /webhooks/:route — signed deliveries, deduplicated by delivery id.
+// POST /webhooks/:route — signed deliveries, deduplicated by an id the signature covers.
 // A sync route answers with the reply; a callback route answers 202 and the reply is POSTed,
 // signed, to the route's callback_url.
+//
+// Dedupe ids come from signed data only, so a captured delivery replayed under a new unsigned id
+// is still a duplicate:
+// - standard: `webhook-id` (part of the signed content; the timestamp window bounds replays);
+// - github:   the signature covers the body alone and the style has no timestamp, so the id is
+//   the body's `id`, else a SHA-256 of the exact body. `X-GitHub-Delivery` is not signed and is
+//   not used: the same signed body under a new delivery id is the same message.
+import { createHash } from "node:crypto";
 import { Router, type Request } from "express";
 import type { Logger } from "pino";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
@@ -20,10 +28,15 @@ export interface WebhookRouteContext {
   syncTimeoutMs: number;
 }
 
-/** The delivery's id: the style's header, else the body's `id`. */
-function deliveryId(req: Request, route: WebhookRouteConfig, body: WebhookBody): string | null {
-  const header = route.style === "github" ? req.get("x-github-delivery") : req.get("webhook-id");
-  return header?.trim() || body.id || null;
+/** The delivery's dedupe id, from what the signature covers (see the top of this file). */
+function deliveryId(req: Request, route: WebhookRouteConfig, body: WebhookBody, raw: Buffer): string {
+  if (route.style === "standard") return req.get("webhook-id")?.trim() || body.id || signedBodyId(raw);
+  return body.id ?? signedBodyId(raw);
+}
+
+/** A body without an id is identified by its bytes: sending it again is a duplicate. */
+function signedBodyId(raw: Buffer): string {
+  return `sha256:${createHash("sha256").update(raw).digest("hex")}`;
 }
 
 export function toInboundMessage(
@@ -74,12 +87,7 @@ export function webhookRoutes(ingress: GatewayIngress, ctx: WebhookRouteContext)
       sendError(res, 400, "invalid_body", parsed.message);
       return;
     }
-    const id = deliveryId(req, route, parsed.body);
-    if (!id) {
-      const where = route.style === "github" ? "X-GitHub-Delivery header" : "webhook-id header";
-      sendError(res, 400, "invalid_body", `invalid body: id is required (or the ${where})`);
-      return;
-    }
+    const id = deliveryId(req, route, parsed.body, raw);
     const message = toInboundMessage(routeName, route, id, parsed.body, ctx.now());
     let result: AcceptResult;
     try {

@@ -6,12 +6,16 @@
 // connection with 1009 (it must not buffer unbounded input to answer politely).
 // Backpressure: a client whose unsent bytes exceed `maxBufferedBytes` is terminated; it reconnects
 // and subscribes with `since` to get what it missed.
+// Upgrades are refused, in this order: a host name the gateway does not answer (421), a page of
+// another origin (403), a bad or missing token (401) or too many wrong ones (429), and beyond the
+// connection caps, per process and per client address (503 with Retry-After).
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import type { AcceptResult, GatewayIngress } from "../../gateway/types.js";
-import { isAuthorised, refuseUpgrade, type Authenticate } from "./auth.js";
+import { NO_EXTRA_BROWSER_RULES, originAllowed } from "../browser-rules.js";
+import { authorise, refuseUpgrade, type Authenticate } from "./auth.js";
 import { HubClient } from "./client.js";
 import {
   ackFrame,
@@ -37,6 +41,16 @@ export interface WebSocketHubDeps {
    */
   onSend: (frame: SendFrame) => Promise<{ clientMessageId: string; result: AcceptResult }>;
   authenticate: Authenticate;
+  /** Whether the request's host name is answered at all (421 if not). Default: every host. */
+  hostAllowed?: (req: IncomingMessage) => boolean;
+  /** Whether the request's Origin may connect (403 if not). Default: none, or the gateway's own. */
+  originAllowed?: (req: IncomingMessage) => boolean;
+  /** The address connections are counted against. Default: the socket's peer. */
+  clientAddress?: (req: IncomingMessage) => string;
+  /** Open connections in this process; beyond, upgrades get 503. Default 10,000. */
+  maxConnections?: number;
+  /** Open connections per client address; beyond, upgrades get 503. Default 1,000. */
+  maxConnectionsPerAddress?: number;
   logger: Logger;
   /** Largest frame handled (bytes); larger ones get a `frame_too_large` error. Default 64 KiB. */
   maxFrameBytes?: number;
@@ -64,6 +78,10 @@ export interface WebSocketHub {
 
 const KIB = 1024;
 const CLOSE_GRACE_MS = 1000;
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 1_000;
+/** What a client refused for the caps is told to wait before trying again. */
+const FULL_RETRY_AFTER_SECONDS = 5;
 
 export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebSocketHub {
   const path = deps.path ?? "/ws";
@@ -81,6 +99,10 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
   const clients = new Set<HubClient>();
   const registry = new SubscriptionRegistry(deps.bus, logger);
   const stopHeartbeat = startHeartbeat(() => clients, deps.heartbeatIntervalMs ?? 30_000);
+  const hostAllowed = deps.hostAllowed ?? (() => true);
+  const isOriginAllowed = deps.originAllowed ?? ((req: IncomingMessage) => originAllowed(req, NO_EXTRA_BROWSER_RULES));
+  const addressOf = deps.clientAddress ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? "unknown");
+  const connections = new ConnectionCounts(deps.maxConnections ?? DEFAULT_MAX_CONNECTIONS, deps.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS);
   let closed = false;
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
@@ -92,10 +114,34 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
       return;
     }
     if (closed) return refuseUpgrade(socket, 503);
-    if (!isAuthorised(deps.authenticate, req, url)) {
-      logger.info({ remote: req.socket.remoteAddress }, "websocket upgrade refused: bad or missing token");
+    if (!hostAllowed(req)) {
+      return refuseUpgrade(socket, 421, { message: "this gateway answers only its loopback host names and ALLOWED_HOSTS" });
+    }
+    if (!isOriginAllowed(req)) {
+      logger.info({ origin: req.headers.origin }, "websocket upgrade refused: origin not allowed");
+      return refuseUpgrade(socket, 403, { message: "pages from this origin may not connect; see ALLOWED_ORIGINS" });
+    }
+    const address = addressOf(req);
+    const auth = authorise(deps.authenticate, req, url);
+    if (typeof auth === "object") {
+      return refuseUpgrade(socket, 429, { message: "too many wrong API keys from this address", retryAfterSeconds: auth.retryAfterSeconds });
+    }
+    if (!auth) {
+      logger.info({ remote: address }, "websocket upgrade refused: bad or missing token");
       return refuseUpgrade(socket, 401);
     }
+    const full = connections.fullFor(address);
+    if (full) {
+      logger.info({ remote: address, limit: full }, "websocket upgrade refused: connection cap reached");
+      return refuseUpgrade(socket, 503, {
+        code: "too_many_connections",
+        message: full === "process" ? "this gateway has as many WebSocket connections as it takes" : "too many WebSocket connections from this address",
+        retryAfterSeconds: FULL_RETRY_AFTER_SECONDS,
+      });
+    }
+    // The slot is held from here until the socket closes, whether or not the handshake completes.
+    connections.open(address);
+    socket.once("close", () => connections.closed(address));
     wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws));
   };
 
@@ -220,6 +266,36 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
+}
+
+/** Open connections, in total and per client address, against their caps. */
+class ConnectionCounts {
+  private total = 0;
+  private readonly perAddress = new Map<string, number>();
+
+  constructor(
+    private readonly max: number,
+    private readonly maxPerAddress: number,
+  ) {}
+
+  /** Which cap a new connection from `address` would break, if any. */
+  fullFor(address: string): "process" | "address" | null {
+    if (this.total >= this.max) return "process";
+    if ((this.perAddress.get(address) ?? 0) >= this.maxPerAddress) return "address";
+    return null;
+  }
+
+  open(address: string): void {
+    this.total++;
+    this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
+  }
+
+  closed(address: string): void {
+    this.total--;
+    const left = (this.perAddress.get(address) ?? 1) - 1;
+    if (left > 0) this.perAddress.set(address, left);
+    else this.perAddress.delete(address);
+  }
 }
 
 function byteLength(data: RawData): number {

@@ -107,6 +107,44 @@ describe("parseToolDirectives", () => {
     });
   });
 
+  it("keeps the rules for tricky arguments: strings holding ]], scalars, overlapping closes, space after the name", () => {
+    expect(parseToolDirectives('[[tool:x {"s":"a]]b"}]]').calls).toEqual([{ name: "x", arguments: '{"s":"a]]b"}' }]);
+    expect(parseToolDirectives("[[tool:x [1,[2]]]] tail")).toEqual({ calls: [{ name: "x", arguments: "[1,[2]]" }], text: "tail" });
+    expect(parseToolDirectives("[[tool:x 5]]]").calls).toEqual([{ name: "x", arguments: "5" }]);
+    expect(parseToolDirectives('[[tool:x "str"]]').calls).toEqual([{ name: "x", arguments: '"str"' }]);
+    expect(parseToolDirectives("[[tool:x  ]]").calls).toEqual([{ name: "x", arguments: "{}" }]);
+    expect(parseToolDirectives("[[tool:x abc def]]").calls).toEqual([{ name: "x", arguments: "abc def" }]);
+    expect(parseToolDirectives("[[tool:x{}]]").calls).toEqual([]);
+    // Arguments end before the next directive: each directive is read on its own.
+    expect(parseToolDirectives("[[tool:a {oops [[tool:b {}]]").calls).toEqual([{ name: "b", arguments: "{}" }]);
+  });
+
+  it("is linear: 100,000-character adversarial messages parse in a few ms", () => {
+    const size = 100_000;
+    const fill = (unit: string): string => unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
+    const shapes: Record<string, string> = {
+      "only ]": "]".repeat(size),
+      "one directive, then ]": `[[tool:x ${"]".repeat(size)}`,
+      "one directive, nested [ then ]": `[[tool:x ${"[".repeat(size / 2)}${"]".repeat(size / 2)}`,
+      "an unclosed string full of ]]": `[[tool:x "${"]]".repeat(size / 2)}`,
+      "many directives with unclosed objects": fill("[[tool:x {"),
+      "many directives whose strings hold ]]": fill('[[tool:a ["]]" '),
+      "many openings": fill("[[tool:"),
+      "a name that never ends": `[[tool:${"a".repeat(size)}`,
+      "many arrays of arrays": fill("[[tool:x [[[[1]]]] "),
+    };
+    for (const [name, message] of Object.entries(shapes)) {
+      // The best of a few runs: a loaded machine's pauses are not the parser's.
+      let best = Infinity;
+      for (let run = 0; run < 5; run++) {
+        const started = performance.now();
+        parseToolDirectives(message);
+        best = Math.min(best, performance.now() - started);
+      }
+      expect(best, name).toBeLessThan(25);
+    }
+  });
+
   it("passes malformed arguments through as written and ignores unclosed directives", () => {
     expect(parseToolDirectives("[[tool:x {oops]] tail").calls).toEqual([{ name: "x", arguments: "{oops" }]);
     expect(parseToolDirectives("[[tool:x {} no close")).toEqual({ calls: [], text: "[[tool:x {} no close" });
