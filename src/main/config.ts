@@ -15,6 +15,10 @@ const slackAppToken = z.string().startsWith("xapp-", "must be an app-level token
 
 const busyMode = z.enum(BUSY_MODES);
 
+// Messages never repeat the value: a database URL carries its password.
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//i, "must be a postgres:// or postgresql:// URL");
+const schemaName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, "letters, digits and '_' only, at most 63, not starting with a digit");
+
 const webhookRoute = z.object({
   secret: z.string().min(1),
   style: z.enum(["github", "standard"]).default("github"),
@@ -32,6 +36,8 @@ const fileSchema = z.object({
   host: z.string().optional(),
   port: intFrom(0, 65535).optional(),
   db: z.string().optional(),
+  database_url: postgresUrl.optional(),
+  database_schema: schemaName.optional(),
   data_dir: z.string().optional(),
   api_key: z.string().optional(),
   redis_url: z.string().optional(),
@@ -63,7 +69,12 @@ export interface GatewayConfig extends CoreConfig {
   host: string;
   port: number;
   dataDir: string;
+  /** The SQLite file; unused when `databaseUrl` is set. */
   dbPath: string;
+  /** postgres://… : sessions, transcripts, leases, inbox and ledger live in PostgreSQL; null: SQLite at dbPath. */
+  databaseUrl: string | null;
+  /** The PostgreSQL schema holding the tables (created if missing). */
+  databaseSchema: string;
   apiKey: string | null;
   redisUrl: string | null;
   logLevel: string;
@@ -130,6 +141,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     port: envValue(env, "PORT", intFrom(0, 65535)) ?? file.port ?? 8080,
     dataDir,
     dbPath: envValue(env, "SWITCHBOARD_DB", str) ?? file.db ?? `${dataDir}/switchboard.db`,
+    databaseUrl: envValue(env, "DATABASE_URL", postgresUrl) ?? file.database_url ?? null,
+    databaseSchema: envValue(env, "DATABASE_SCHEMA", schemaName) ?? file.database_schema ?? "switchboard",
     apiKey: envValue(env, "SWITCHBOARD_API_KEY", str) ?? file.api_key ?? null,
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,

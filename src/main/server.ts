@@ -8,7 +8,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { createProvider } from "../agent/providers/index.js";
 import type { ModelProvider } from "../agent/types.js";
-import { SessionDB } from "../state/index.js";
+import { describeStore, openStore, type SessionStore } from "../state/index.js";
 import { createAdapters, THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/index.js";
 import { createApiServerRouter } from "../clients/openai/index.js";
 import { acceptSend } from "../clients/ws/index.js";
@@ -56,7 +56,7 @@ export interface GatewayHandle {
   url: string | null;
   port: number | null;
   ingress: Ingress;
-  store: SessionDB;
+  store: SessionStore;
   events: EventBus;
   metrics: GatewayMetrics;
   queues: GatewayQueues;
@@ -80,7 +80,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   };
   try {
     mkdirSync(config.dataDir, { recursive: true });
-    mkdirSync(dirname(config.dbPath), { recursive: true });
+    // With DATABASE_URL nothing durable is kept on this machine (the data folder may still hold
+    // the private redis-server's socket).
+    if (!config.databaseUrl) mkdirSync(dirname(config.dbPath), { recursive: true });
 
     let embedded: EmbeddedRedis | null = null;
     let redisUrl = config.redisUrl;
@@ -104,9 +106,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const prefix = config.queuePrefix;
     const notifier = new RedisLeaseNotifier(redis, subscriber, `${prefix}:lease-released`);
     cleanups.push(() => notifier.close());
-    // WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
-    const store = new SessionDB(config.dbPath, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS });
+    // SQLite: WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
+    const store = await openStore(config, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS });
     cleanups.push(() => store.close());
+    logger.info({ store: describeStore(config) }, "session store open");
 
     const events = new EventBus({ redis, subscriber, prefix, logger });
     cleanups.push(() => events.close());

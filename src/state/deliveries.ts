@@ -4,16 +4,17 @@ import type { Database, Statement } from "better-sqlite3";
 import { fromJson } from "./json-columns.js";
 import type { DeliveryInsert, DeliveryRow } from "./types.js";
 
-interface StoredDeliveryRow extends Omit<DeliveryRow, "target" | "possible_duplicate"> {
+/** A deliveries row as stored: target as JSON text, the flag as SQLite's 0/1 or PostgreSQL's boolean. */
+export interface StoredDeliveryRow extends Omit<DeliveryRow, "target" | "possible_duplicate"> {
   target: string;
-  possible_duplicate: number;
+  possible_duplicate: number | boolean;
 }
 
-function toDeliveryRow(row: StoredDeliveryRow): DeliveryRow {
+export function toDeliveryRow(row: StoredDeliveryRow): DeliveryRow {
   return {
     ...row,
     target: fromJson<Record<string, unknown>>(row.target) ?? {},
-    possible_duplicate: row.possible_duplicate !== 0,
+    possible_duplicate: Boolean(row.possible_duplicate),
   };
 }
 
