@@ -14,6 +14,8 @@ let embedded: EmbeddedRedis | null = null;
 let folder: string | null = null;
 let postgres: PrivatePostgres | null = null;
 let postgresFolder: string | null = null;
+/** Set once the run's PostgreSQL answered: only then does the teardown drop this run's schemas on it. */
+let sharedPostgresUrl: string | null = null;
 
 async function setupRedis(): Promise<void> {
   if (process.env.REDIS_URL) return;
@@ -28,6 +30,7 @@ async function setupPostgres(): Promise<void> {
   if (given) {
     url = withoutCommitWaits(process.env[given] as string);
     await checkPostgres(url, given);
+    sharedPostgresUrl = url;
   } else {
     postgresFolder = mkdtempSync(join(tmpdir(), "sbtest-pg-"));
     postgres = await startPrivatePostgres(postgresFolder);
@@ -73,13 +76,17 @@ export async function teardown(): Promise<void> {
       client.disconnect();
     }
   }
-  await embedded?.stop();
+  if (embedded) {
+    await embedded.stop();
+    delete process.env.REDIS_URL;
+  }
   embedded = null;
   if (folder) rmSync(folder, { recursive: true, force: true });
   folder = null;
 
   // Likewise on a shared PostgreSQL: only this run's schemas are dropped.
-  if (!postgres && process.env.TEST_DATABASE_URL) await dropRunSchemas(process.env.TEST_DATABASE_URL);
+  if (sharedPostgresUrl) await dropRunSchemas(sharedPostgresUrl);
+  sharedPostgresUrl = null;
   await postgres?.stop();
   postgres = null;
   if (postgresFolder) rmSync(postgresFolder, { recursive: true, force: true });

@@ -72,7 +72,7 @@ export async function checkPostgres(url: string, source: string): Promise<void> 
     await withClient(url, (client) => client.query("SELECT 1"));
   } catch (err) {
     throw new Error(
-      `${source} (${describeDatabase(url, "-")}) does not answer: ${(err as Error).message}. ` +
+      `${source} (${describeDatabase(url)}) does not answer: ${(err as Error).message}. ` +
         `Start that PostgreSQL server, or unset ${source} to let the test run start a private one (needs initdb and pg_ctl).`,
       { cause: err },
     );

@@ -91,14 +91,15 @@ export function isTransientPgError(err: unknown): boolean {
   return /Connection terminated/i.test(err.message);
 }
 
-/** host:port/database#schema, without user or password: for logs and to tell stores apart. */
-export function describeDatabase(connectionString: string, schema: string): string {
+/** postgres://host:port/database#schema, without user or password: for logs and to tell stores apart. */
+export function describeDatabase(connectionString: string, schema?: string): string {
+  const suffix = schema === undefined ? "" : `#${schema}`;
   try {
-    const url = new URL(connectionString);
-    const socketDir = url.searchParams.get("host");
-    const host = url.host || socketDir || "localhost";
-    return `postgres://${host}${url.pathname}#${schema}`;
+    // A unix-socket URL has no host before the path (postgres://user@/db?host=/run/postgresql).
+    const url = new URL(connectionString.replace("@/", "@localhost/"));
+    const host = url.searchParams.get("host") ?? url.host;
+    return `postgres://${host}${url.pathname}${suffix}`;
   } catch {
-    return `postgres#${schema}`;
+    return `postgres${suffix}`;
   }
 }
