@@ -10,6 +10,7 @@ import { isTransientPgError } from "../../src/state/postgres/connection.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
+import { until } from "./helpers.js";
 
 const opened: PostgresStore[] = [];
 const schemas: string[] = [];
@@ -134,6 +135,39 @@ describe("the database's clock", () => {
     expect(lease && lease.expires_at - lease.acquired_at).toBeCloseTo(60, 6);
     // So the lease is live for everyone, and no other holder gets it before the server's clock says so.
     expect(await store.tryAcquireSessionTurnLease("s", "pid=2:host=other:turn=b")).toBe(false);
+  });
+});
+
+describe("a lease row locked by a stuck transaction (a node paused mid-flush)", () => {
+  it("a waiter reports contention, not a holder, keeps trying, and is admitted once the lock goes; a fenced write fails instead of hanging", async () => {
+    const schema = freshSchema("locked");
+    const store = await PostgresStore.open({ connectionString: testDatabaseUrl(), schema, lockTimeoutMs: 100 });
+    opened.push(store);
+    await store.createSession("s", { source: "t" });
+    expect(await store.tryAcquireSessionTurnLease("s", "A", { ttlSeconds: 60 })).toBe(true);
+    const locker = new pg.Client({ connectionString: testDatabaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query(`SELECT 1 FROM "${schema}".session_turn_leases WHERE conversation_id = 's' FOR UPDATE`);
+
+      await expect(store.appendMessagesBatch("s", [{ role: "user", content: "x" }], { turnLeaseHolder: "A" })).rejects.toMatchObject({ code: "55P03" });
+      const onWait = vi.fn();
+      const onContended = vi.fn();
+      const waiting = store.acquireSessionTurnLease("s", "B", { waitSeconds: 20, onWait, onContended });
+      await until(() => onContended.mock.calls.length >= 2, 10_000, "the waiter to report contention");
+      expect(onWait).not.toHaveBeenCalled();
+
+      // The stuck transaction ends, having let the lease go.
+      await locker.query(`DELETE FROM "${schema}".session_turn_leases WHERE conversation_id = 's'`);
+      await locker.query("COMMIT");
+      expect(await waiting).toBe(true);
+      expect((await store.getSessionTurnLease("s"))?.holder).toBe("B");
+      expect(await store.getMessages("s")).toEqual([]);
+    } finally {
+      await locker.query("ROLLBACK").catch(() => undefined);
+      await locker.end();
+    }
   });
 });
 

@@ -31,7 +31,14 @@ export interface PoolSettings {
   connectionString: string;
   schema: string;
   maxConnections: number;
+  /** How long a statement may wait for a row or advisory lock before failing with 55P03 (contention). */
+  lockTimeoutMs: number;
 }
+
+/** The server ends a session left idle inside a transaction this long (a paused or cut-off node), freeing its locks. */
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+/** Opening a connection fails after this long instead of hanging on an unreachable host. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 export function createPool(settings: PoolSettings): pg.Pool {
   const searchPath = `SET search_path TO ${quoteSchema(settings.schema)}`;
@@ -40,6 +47,12 @@ export function createPool(settings: PoolSettings): pg.Pool {
     max: settings.maxConnections,
     types: typeParsers,
     application_name: "switchboard",
+    // No wait on a lock is endless: a lease waiter blocked behind a stuck transaction sees
+    // contention and keeps trying (like SQLITE_BUSY), and a stuck transaction is ended by the server.
+    lock_timeout: settings.lockTimeoutMs,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
     // Awaited before a new connection serves its first query. (Not the start-up `options`: an
     // `options` parameter in DATABASE_URL would replace it.)
     onConnect: async (client) => {
@@ -88,7 +101,8 @@ export function isTransientPgError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === "string") return TRANSIENT_SQLSTATE.test(code) || TRANSIENT_NODE_CODES.has(code);
-  return /Connection terminated/i.test(err.message);
+  // pg's own connection errors carry no code.
+  return /Connection terminated|timeout exceeded when trying to connect/i.test(err.message);
 }
 
 /** postgres://host:port/database#schema, without user or password: for logs and to tell stores apart. */

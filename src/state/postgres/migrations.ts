@@ -116,6 +116,8 @@ export async function migrateSchema(pool: pg.Pool, schema: string): Promise<void
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
+    // Waiting for another node's migration is expected: no lock timeout here.
+    await client.query("SET lock_timeout = 0");
     await client.query("SELECT pg_advisory_lock(hashtext($1))", [lockKey(schema)]);
     try {
       // Checked first: an existing schema needs no CREATE right on the database.
@@ -145,10 +147,16 @@ export async function migrateSchema(pool: pg.Pool, schema: string): Promise<void
         }
       }
     } finally {
-      await client.query("SELECT pg_advisory_unlock(hashtext($1))", [lockKey(schema)]).catch((err: Error) => {
-        broken = err; // closing the connection releases the lock too
-      });
+      try {
+        await client.query("SELECT pg_advisory_unlock(hashtext($1))", [lockKey(schema)]);
+        await client.query("RESET lock_timeout");
+      } catch (err) {
+        broken = err as Error; // closing the connection releases the lock too
+      }
     }
+  } catch (err) {
+    broken ??= err as Error; // a connection in an unknown state is not pooled again
+    throw err;
   } finally {
     client.release(broken);
   }

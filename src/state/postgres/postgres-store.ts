@@ -42,6 +42,11 @@ export interface PostgresStoreOptions extends StoreOptions {
   schema?: string;
   /** Connections in this process's pool. Default 10. */
   maxConnections?: number;
+  /**
+   * How long a statement waits for a locked row before giving up. A lease waiter counts that as
+   * contention (onContended) and tries again; a fenced flush fails. Default 5000 ms.
+   */
+  lockTimeoutMs?: number;
 }
 
 /** A foreign-key violation on messages.session_id: the session has no row. */
@@ -71,7 +76,12 @@ export class PostgresStore implements SessionStore {
   /** Connect, create the schema if missing and migrate it (under an advisory lock), then serve. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const schema = checkSchemaName(options.schema ?? DEFAULT_SCHEMA);
-    const pool = createPool({ connectionString: options.connectionString, schema, maxConnections: options.maxConnections ?? 10 });
+    const pool = createPool({
+      connectionString: options.connectionString,
+      schema,
+      maxConnections: options.maxConnections ?? 10,
+      lockTimeoutMs: options.lockTimeoutMs ?? 5_000,
+    });
     try {
       await migrateSchema(pool, schema);
     } catch (err) {
