@@ -24,6 +24,10 @@ const busyMode = z.enum(BUSY_MODES);
 
 /** A key this short can be guessed; refused when the gateway listens beyond loopback. */
 export const MIN_API_KEY_CHARS = 16;
+// Messages never repeat the value: a database URL carries its password.
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//i, "must be a postgres:// or postgresql:// URL");
+const schemaName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, "letters, digits and '_' only, at most 63, not starting with a digit");
+
 
 /** `scheme://host[:port]`, kept canonical (lower case, default port dropped) as browsers send it. */
 const origin = z.string().transform((value, ctx) => {
@@ -53,6 +57,8 @@ const fileSchema = z.object({
   host: z.string().optional(),
   port: intFrom(0, 65535).optional(),
   db: z.string().optional(),
+  database_url: postgresUrl.optional(),
+  database_schema: schemaName.optional(),
   data_dir: z.string().optional(),
   api_key: z.string().optional(),
   allowed_origins: z.array(origin).optional(),
@@ -94,7 +100,12 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   host: string;
   port: number;
   dataDir: string;
+  /** The SQLite file; unused when `databaseUrl` is set. */
   dbPath: string;
+  /** postgres://… : sessions, transcripts, leases, inbox and ledger live in PostgreSQL; null: SQLite at dbPath. */
+  databaseUrl: string | null;
+  /** The PostgreSQL schema holding the tables (created if missing). */
+  databaseSchema: string;
   apiKey: string | null;
   /** Origins besides the gateway's own whose pages may use /ws and the API (canonical form). */
   allowedOrigins: string[];
@@ -142,6 +153,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     port: envValue(env, "PORT", intFrom(0, 65535)) ?? file.port ?? 8080,
     dataDir,
     dbPath: envValue(env, "SWITCHBOARD_DB", str) ?? file.db ?? `${dataDir}/switchboard.db`,
+    databaseUrl: envValue(env, "DATABASE_URL", postgresUrl) ?? file.database_url ?? null,
+    databaseSchema: envValue(env, "DATABASE_SCHEMA", schemaName) ?? file.database_schema ?? "switchboard",
     apiKey: envValue(env, "SWITCHBOARD_API_KEY", str) ?? file.api_key ?? null,
     allowedOrigins: envValue(env, "ALLOWED_ORIGINS", listOf(origin)) ?? file.allowed_origins ?? [],
     allowedHosts: envValue(env, "ALLOWED_HOSTS", listOf(hostName)) ?? file.allowed_hosts ?? [],

@@ -7,7 +7,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { createProvider } from "../agent/providers/index.js";
 import type { ModelProvider } from "../agent/types.js";
-import { ensurePrivateDir, SessionDB, type OnTightened } from "../state/index.js";
+import { describeStore, ensurePrivateDir, openStore, type OnTightened, type SessionStore } from "../state/index.js";
 import { createAdapters, THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/index.js";
 import { createApiServerRouter } from "../clients/openai/index.js";
 import { acceptSend } from "../clients/ws/index.js";
@@ -64,7 +64,7 @@ export interface GatewayHandle {
   url: string | null;
   port: number | null;
   ingress: Ingress;
-  store: SessionDB;
+  store: SessionStore;
   events: EventBus;
   metrics: GatewayMetrics;
   queues: GatewayQueues;
@@ -96,7 +96,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     cleanups.length = 0;
   };
   try {
-    // Transcripts and platform tokens live here: the owner's alone.
+    // Transcripts and platform tokens live here: the owner's alone. With DATABASE_URL nothing
+    // durable is kept on this machine (the folder may still hold the private redis-server's socket).
     const tightened: OnTightened = (path, from, to) =>
       logger.warn({ path, from: from.toString(8), to: to.toString(8) }, "tightened the permissions of a private file");
     ensurePrivateDir(config.dataDir, tightened);
@@ -124,9 +125,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const keys = new RedisKeys(prefix);
     const notifier = new RedisLeaseNotifier(redis, subscriber, keys.leaseReleased);
     cleanups.push(() => notifier.close());
-    // WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
-    const store = new SessionDB(config.dbPath, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS, onModeTightened: tightened });
+    // SQLite: WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
+    const store = await openStore(config, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS, onModeTightened: tightened });
     cleanups.push(() => store.close());
+    logger.info({ store: describeStore(config) }, "session store open");
 
     const events = new EventBus({ redis, subscriber, prefix, logger });
     cleanups.push(() => events.close());

@@ -4,17 +4,18 @@ import type { Database, Statement } from "better-sqlite3";
 import { fromJson } from "./json-columns.js";
 import { DELIVERY_RECEIPT_STATUSES, type DeliveryInsert, type DeliveryReceipt, type DeliveryRow } from "./types.js";
 
-interface StoredDeliveryRow extends Omit<DeliveryRow, "target" | "possible_duplicate" | "display_metadata"> {
+/** A deliveries row as stored: JSON as text, the flag as SQLite's 0/1 or PostgreSQL's boolean. */
+export interface StoredDeliveryRow extends Omit<DeliveryRow, "target" | "possible_duplicate" | "display_metadata"> {
   target: string;
-  possible_duplicate: number;
+  possible_duplicate: number | boolean;
   display_metadata: string | null;
 }
 
-function toDeliveryRow(row: StoredDeliveryRow): DeliveryRow {
+export function toDeliveryRow(row: StoredDeliveryRow): DeliveryRow {
   return {
     ...row,
     target: fromJson<Record<string, unknown>>(row.target) ?? {},
-    possible_duplicate: row.possible_duplicate !== 0,
+    possible_duplicate: Boolean(row.possible_duplicate),
     display_metadata: fromJson<Record<string, unknown>>(row.display_metadata),
   };
 }

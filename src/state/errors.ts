@@ -34,7 +34,7 @@ export class UnknownSessionError extends Error {
   }
 }
 
-/** The SessionDB was closed while a call was pending or after it was closed. */
+/** The store (SQLite or PostgreSQL) was closed while a call was pending or after it was closed. */
 export class SessionDBClosedError extends Error {
   readonly code = "db_closed" as const;
   constructor() {

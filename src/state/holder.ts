@@ -8,7 +8,7 @@ export interface MakeHolderInput {
   platform: string;
   /** Defaults to 8 random hex characters. */
   turnId?: string;
-  /** Defaults to this machine's hostname; must match the SessionDB `hostname` option to be reapable. */
+  /** Defaults to this machine's hostname; must match the store's `hostname` option to be reapable. */
   host?: string;
 }
 

@@ -4,17 +4,18 @@ import type { Database, Statement } from "better-sqlite3";
 import { fromJson } from "./json-columns.js";
 import type { InboxInsert, InboxRow, InboxStatus } from "./types.js";
 
-interface StoredInboxRow extends Omit<InboxRow, "payload"> {
+/** An inbox row as stored: the payload still JSON text. */
+export interface StoredInboxRow extends Omit<InboxRow, "payload"> {
   payload: string;
 }
 
-const INBOX_STATUSES: InboxStatus[] = ["pending", "done", "failed", "interrupted", "rejected"];
+export const INBOX_STATUSES: InboxStatus[] = ["pending", "done", "failed", "interrupted", "rejected"];
 
 /**
  * The payload is parsed on first read: most reads (the drain check, outcome waits, the ingress
  * insert) need only ids and status, and a turn reads several rows.
  */
-function toInboxRow(row: StoredInboxRow): InboxRow {
+export function toInboxRow(row: StoredInboxRow): InboxRow {
   const stored = row.payload;
   let parsed: Record<string, unknown> | undefined;
   return {

@@ -7,3 +7,6 @@ export { repairToolPairing } from "./conversation.js";
 export { COMPRESSION_END_REASON } from "./sessions.js";
 export { ensurePrivateDir, type OnTightened } from "./private-files.js";
 export * from "./types.js";
+export { PostgresStore, type PostgresStoreOptions } from "./postgres/postgres-store.js";
+export { openStore, describeStore, isPostgresUrl, type StoreConfig, type OpenStoreOptions } from "./open-store.js";
+export type { StoreOptions } from "./store-options.js";

@@ -1,22 +1,27 @@
-// The waiting side of turn admission: attempt, and when a live holder or a busy database stands in
-// the way, sleep until a release wakes us (in-process registry or the cross-process notifier),
-// until the current lease would expire, or until the fallback poll comes round. No busy wait.
-import { busyBackoffMs, isSqliteBusy } from "./busy-retry.js";
+// The waiting side of turn admission, shared by every backend: attempt, and when a live holder or
+// a busy database stands in the way, sleep until a release wakes us (in-process registry or the
+// cross-process notifier), until the current lease would expire, or until the fallback poll comes
+// round. No busy wait. The backend supplies the attempt; this loop holds no SQL.
+import { busyBackoffMs } from "./busy-retry.js";
 import type { ArmedWakeup } from "./lease-wakeups.js";
-import type { LeaseAttempt } from "./lease.js";
 import type { LeaseAcquireOptions } from "./types.js";
 
 /** onWait repeats at most this often while the same wait goes on. */
 export const WAIT_NOTICE_INTERVAL_MS = 15_000;
 
+/** One admission attempt. A refusal names the live holder and when its lease runs out, by the store's clock (`now`). */
+export type LeaseAttempt =
+  | { acquired: true }
+  | { acquired: false; holder: string; expiresAt: number; now: number };
+
 export interface AdmissionPorts {
-  /** The conversation id of the session: the lease is keyed by it (may throw SQLITE_BUSY). */
-  resolveConversationId(): string;
-  /** One admission transaction (may throw SQLITE_BUSY). */
-  attempt(conversationId: string): LeaseAttempt;
+  /** The conversation id of the session: the lease is keyed by it (may throw a contention error). */
+  resolveConversationId(): string | Promise<string>;
+  /** One admission transaction (may throw a contention error). */
+  attempt(conversationId: string): LeaseAttempt | Promise<LeaseAttempt>;
+  /** True for an error that means "the database is busy right now" (locked, connection lost): keep trying. */
+  isContended(err: unknown): boolean;
   arm(conversationId: string): ArmedWakeup;
-  /** The store's clock, epoch seconds: lease expiry is measured with it. */
-  nowSeconds(): number;
   pollIntervalMs: number;
   /** Throws when the store was closed meanwhile. */
   assertOpen(): void;
@@ -34,11 +39,11 @@ export async function waitForLease(ports: AdmissionPorts, options: LeaseAcquireO
     let wakeup: ArmedWakeup | null = null;
     let outcome: LeaseAttempt | "busy";
     try {
-      const conversationId = ports.resolveConversationId();
+      const conversationId = await ports.resolveConversationId();
       wakeup = ports.arm(conversationId); // armed before the attempt: a release right after it still wakes us
-      outcome = ports.attempt(conversationId);
+      outcome = await ports.attempt(conversationId);
     } catch (err) {
-      if (!isSqliteBusy(err)) {
+      if (!ports.isContended(err)) {
         wakeup?.dispose();
         throw err;
       }
@@ -59,7 +64,7 @@ export async function waitForLease(ports: AdmissionPorts, options: LeaseAcquireO
           lastNoticeMs = elapsedMs;
         }
         // Wake when the current lease runs out (a holder that stopped refreshing), or at the poll.
-        const untilExpiryMs = Math.max(0, (outcome.expiresAt - ports.nowSeconds()) * 1000) + 1;
+        const untilExpiryMs = Math.max(0, (outcome.expiresAt - outcome.now) * 1000) + 1;
         delayMs = Math.min(ports.pollIntervalMs, untilExpiryMs);
       }
       const remainingMs = waitMs - elapsedMs;

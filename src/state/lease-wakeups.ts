@@ -1,19 +1,20 @@
-// In-process wake-ups for lease waiters. Module level on purpose: every SessionDB of this process
+// In-process wake-ups for lease waiters. Module level on purpose: every store of this process
 // shares it, so a release by one instance wakes a waiter on another instance at once.
-// Keys combine the database file and the conversation id.
+// Keys combine the database's identity (a SQLite file's path, a PostgreSQL server + schema) and
+// the conversation id.
 
 type Wake = () => void;
 
 const waiters = new Map<string, Set<Wake>>();
 
-function keyOf(fileKey: string, conversationId: string): string {
-  return `${fileKey}\u0000${conversationId}`;
+function keyOf(storeKey: string, conversationId: string): string {
+  return `${storeKey}\u0000${conversationId}`;
 }
 
 export interface ArmedWakeup {
   /** Resolve on a wake-up (possibly one that came before this call) or after `ms`. */
   wait(ms: number): Promise<void>;
-  /** Wake this waiter now (used when its SessionDB closes). */
+  /** Wake this waiter now (used when its store closes). */
   wake(): void;
   dispose(): void;
 }
@@ -22,14 +23,14 @@ export interface ArmedWakeup {
  * Register interest before checking the lease, then wait: a release that lands between the
  * check and the wait is not lost.
  */
-export function armWakeup(fileKey: string, conversationId: string): ArmedWakeup {
+export function armWakeup(storeKey: string, conversationId: string): ArmedWakeup {
   let woken = false;
   let resolveWait: (() => void) | null = null;
   const wake: Wake = () => {
     woken = true;
     resolveWait?.();
   };
-  const dispose = listenForReleases(fileKey, conversationId, wake);
+  const dispose = listenForReleases(storeKey, conversationId, wake);
   return {
     wake,
     dispose,
@@ -46,9 +47,9 @@ export function armWakeup(fileKey: string, conversationId: string): ArmedWakeup 
   };
 }
 
-/** Call `listener` on every release of this conversation on this database file until disposed. */
-export function listenForReleases(fileKey: string, conversationId: string, listener: () => void): () => void {
-  const key = keyOf(fileKey, conversationId);
+/** Call `listener` on every release of this conversation on this database until disposed. */
+export function listenForReleases(storeKey: string, conversationId: string, listener: () => void): () => void {
+  const key = keyOf(storeKey, conversationId);
   let set = waiters.get(key);
   if (!set) {
     set = new Set();
@@ -63,14 +64,14 @@ export function listenForReleases(fileKey: string, conversationId: string, liste
   };
 }
 
-/** Wake every waiter of this conversation on this database file. */
-export function wakeLocalWaiters(fileKey: string, conversationId: string): void {
-  const set = waiters.get(keyOf(fileKey, conversationId));
+/** Wake every waiter of this conversation on this database. */
+export function wakeLocalWaiters(storeKey: string, conversationId: string): void {
+  const set = waiters.get(keyOf(storeKey, conversationId));
   if (!set) return;
   for (const wake of [...set]) wake();
 }
 
 /** For tests: how many waiters are registered for a conversation. */
-export function localWaiterCount(fileKey: string, conversationId: string): number {
-  return waiters.get(keyOf(fileKey, conversationId))?.size ?? 0;
+export function localWaiterCount(storeKey: string, conversationId: string): number {
+  return waiters.get(keyOf(storeKey, conversationId))?.size ?? 0;
 }

@@ -4,6 +4,7 @@
 import type { Database, Statement } from "better-sqlite3";
 import { TurnLeaseLostError } from "./errors.js";
 import { isHolderProvablyDead } from "./holder.js";
+import type { LeaseAttempt } from "./lease-admission.js";
 
 export interface LeaseRow {
   holder: string;
@@ -14,10 +15,6 @@ export interface LeaseRow {
 interface StoredLeaseRow extends LeaseRow {
   ttl_seconds: number;
 }
-
-export type LeaseAttempt =
-  | { acquired: true }
-  | { acquired: false; holder: string; expiresAt: number };
 
 export class LeaseSql {
   private readonly selectRow: Statement<[string], StoredLeaseRow>;
@@ -69,7 +66,7 @@ export class LeaseSql {
         this.extendRow.run(now + ttlSeconds, ttlSeconds, conversationId, holder);
         return { acquired: true };
       }
-      return { acquired: false, holder: row.holder, expiresAt: row.expires_at };
+      return { acquired: false, holder: row.holder, expiresAt: row.expires_at, now };
     });
     this.acquireTransaction = (conversationId, holder, ttlSeconds, now) => acquire.immediate(conversationId, holder, ttlSeconds, now);
   }

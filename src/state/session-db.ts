@@ -3,7 +3,7 @@
 // callers without freezing the event loop. Lease/fence SQL lives in lease.ts.
 import { hostname as osHostname } from "node:os";
 import type { Database } from "better-sqlite3";
-import { retryWhileBusy } from "./busy-retry.js";
+import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
 import { repairToolPairing, toConversationMessage, toMessageRow } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
@@ -15,6 +15,7 @@ import { MessageSql } from "./messages.js";
 import { openDatabase } from "./open-database.js";
 import type { OnTightened } from "./private-files.js";
 import { SessionSql } from "./sessions.js";
+import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 import type {
   AppendBatchOptions,
@@ -36,24 +37,12 @@ import type {
   SessionSummary,
 } from "./types.js";
 
-export interface SessionDBOptions {
-  /** Cross-process release wake-ups (the gateway wires Redis pub/sub here). */
-  notifier?: LeaseReleaseNotifier;
+export interface SessionDBOptions extends StoreOptions {
   /** How long SQLite itself may block on a lock before the async retry takes over. Default 0:
    *  every wait happens in the async retry, so a locked file never stalls the event loop. */
   busyTimeoutMs?: number;
-  /** Fallback poll while waiting for a lease, when no wake-up comes. Default 250 ms. */
-  pollIntervalMs?: number;
-  /** This machine's name as holders carry it (host=...): only holders on this host are reaped early. */
-  hostname?: string;
-  /** Lease TTL when a call gives none. Default 120 s. */
-  defaultTtlSeconds?: number;
-  /** How long acquireSessionTurnLease waits when a call gives no waitSeconds. Default 600 s. */
-  defaultWaitSeconds?: number;
   /** How long a call keeps retrying a busy/locked database before failing. Default 30 s. */
   busyRetryDeadlineMs?: number;
-  /** The clock, in epoch seconds (tests control lease expiry with it). Default: wall clock. */
-  now?: () => number;
   /**
    * Checkpoint the WAL from a worker thread every this many ms instead of inside commits (see
    * wal-checkpointer.ts). The gateway turns it on; off (0) by default. Ignored in memory.
@@ -68,17 +57,10 @@ export interface SessionDBOptions {
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
 const DEFAULTS = {
+  ...STORE_DEFAULTS,
   busyTimeoutMs: 0,
-  pollIntervalMs: 250,
-  defaultTtlSeconds: 120,
-  defaultWaitSeconds: 600,
   busyRetryDeadlineMs: 30_000,
 };
-
-function positiveSeconds(value: number, name: string): number {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of seconds`);
-  return value;
-}
 
 export class SessionDB implements SessionStore {
   private readonly db: Database;
@@ -271,8 +253,8 @@ export class SessionDB implements SessionStore {
       {
         resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
         attempt: (conversationId) => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()),
+        isContended: isSqliteBusy,
         arm: (conversationId) => this.armTracked(conversationId),
-        nowSeconds: this.clock,
         pollIntervalMs: this.pollIntervalMs,
         assertOpen: () => this.assertOpen(),
       },

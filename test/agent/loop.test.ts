@@ -1,9 +1,9 @@
-// The default model/tool loop, on a real SessionDB and a scripted model.
+// The default model/tool loop, on a real SessionStore and a scripted model.
 import { afterEach, describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import type { AgentOptions } from "../../src/agent/turn-types.js";
 import type { AgentEvent, StatusKind } from "../../src/agent/types.js";
-import type { SessionDB } from "../../src/state/index.js";
+import type { SessionStore } from "../../src/state/index.js";
 import { latch, sleep, within } from "./support/async.js";
 import { liveStore, type LiveStore } from "./support/live-store.js";
 import { ScriptedProvider, callTool, reply, streaming } from "./support/scripted-provider.js";
@@ -15,15 +15,15 @@ afterEach(async () => {
 });
 
 interface Harness {
-  db: SessionDB;
+  db: SessionStore;
   agent: Agent;
   events: AgentEvent[];
   statuses: Array<[StatusKind, string]>;
 }
 
-function harness(provider: ScriptedProvider, options: Partial<AgentOptions> = {}): Harness {
+async function harness(provider: ScriptedProvider, options: Partial<AgentOptions> = {}): Promise<Harness> {
   live = liveStore();
-  const db = live.open();
+  const db = await live.open();
   const events: AgentEvent[] = [];
   const statuses: Array<[StatusKind, string]> = [];
   const agent = new Agent({
@@ -39,7 +39,7 @@ function harness(provider: ScriptedProvider, options: Partial<AgentOptions> = {}
   return { db, agent, events, statuses };
 }
 
-async function stored(db: SessionDB, sessionId = "s1"): Promise<Array<[string, string | null]>> {
+async function stored(db: SessionStore, sessionId = "s1"): Promise<Array<[string, string | null]>> {
   return (await db.getMessages(sessionId)).map((row) => [row.role, row.content]);
 }
 
@@ -55,7 +55,7 @@ describe("the model/tool loop", () => {
         return reply(`The time is ${iso ?? "unknown"}`);
       },
     ]);
-    const { db, agent, events } = harness(provider);
+    const { db, agent, events } = await harness(provider);
 
     const result = await agent.runConversation("what time is it?", { conversationHistory: [] });
 
@@ -99,7 +99,7 @@ describe("the model/tool loop", () => {
       callTool("c4", "get_current_time", { timezone: "Not/AZone" }),
       reply("done"),
     ]);
-    const { db, agent } = harness(provider);
+    const { db, agent } = await harness(provider);
 
     const result = await agent.runConversation("go", { conversationHistory: [] });
 
@@ -117,7 +117,7 @@ describe("the model/tool loop", () => {
 
   it("stops at maxSteps, offering no tools on the last step", async () => {
     const provider = new ScriptedProvider([], callTool("again", "get_current_time", {}));
-    const { db, agent } = harness(provider, { maxSteps: 3 });
+    const { db, agent } = await harness(provider, { maxSteps: 3 });
 
     const result = await agent.runConversation("loop forever", { conversationHistory: [] });
 
@@ -139,7 +139,7 @@ describe("the model/tool loop", () => {
       callTool("a", "get_current_time", {}),
       reply("answered without more tools"),
     ]);
-    const { agent } = harness(provider, { maxSteps: 2 });
+    const { agent } = await harness(provider, { maxSteps: 2 });
     const result = await agent.runConversation("hi", { conversationHistory: [] });
     expect(provider.requests[1].tools).toBeUndefined();
     expect(result.completed).toBe(true);
@@ -149,7 +149,7 @@ describe("the model/tool loop", () => {
   it.each([true, false])("a soft interrupt stops a streaming call within a second and keeps the partial text (provider honours abort: %s)", async (honourAbort) => {
     const provider = new ScriptedProvider([streaming(CHUNKS, 40, honourAbort)]);
     const firstDelta = latch();
-    const { db, agent, events } = harness(provider, {
+    const { db, agent, events } = await harness(provider, {
       onEvent: (event) => {
         events.push(event);
         if (event.kind === "delta") firstDelta.resolve();
@@ -188,7 +188,7 @@ describe("the model/tool loop", () => {
   it("a hard interrupt stops a streaming call within a second and discards the partial text", async () => {
     const provider = new ScriptedProvider([streaming(CHUNKS, 40, false)]);
     const firstDelta = latch();
-    const { db, agent } = harness(provider, {
+    const { db, agent } = await harness(provider, {
       onEvent: (event) => {
         if (event.kind === "delta") firstDelta.resolve();
       },
@@ -209,7 +209,7 @@ describe("the model/tool loop", () => {
   it("an aborted caller signal interrupts the turn", async () => {
     const provider = new ScriptedProvider([streaming(CHUNKS, 40, false)]);
     const firstDelta = latch();
-    const { agent } = harness(provider, {
+    const { agent } = await harness(provider, {
       onEvent: (event) => {
         if (event.kind === "delta") firstDelta.resolve();
       },
@@ -224,7 +224,7 @@ describe("the model/tool loop", () => {
 
   it("a failing model server fails the turn with a notice and keeps the user message", async () => {
     const provider = new ScriptedProvider([new Error("upstream exploded")]);
-    const { db, agent, statuses, events } = harness(provider);
+    const { db, agent, statuses, events } = await harness(provider);
 
     const result = await agent.runConversation("hello", { conversationHistory: [] });
 
@@ -241,7 +241,7 @@ describe("the model/tool loop", () => {
 
   it("stores content and api_content apart, and sends the model the api text", async () => {
     const provider = new ScriptedProvider([reply("ok")]);
-    const { db, agent } = harness(provider);
+    const { db, agent } = await harness(provider);
     await agent.runConversation(
       { text: "hi", apiText: "[Mon 12:00] hi", platformMessageId: "m-1", displayKind: "text", displayMetadata: { author: "ann" } },
       { conversationHistory: [] },
@@ -259,18 +259,18 @@ describe("the model/tool loop", () => {
   });
 
   it("a turn whose lease is taken over mid-call fails with turn_lease and writes nothing more", async () => {
-    let thief: SessionDB | null = null;
+    let thief: SessionStore | null = null;
     const provider = new ScriptedProvider([
       async () => {
         // Another worker takes the lease while the model is thinking.
         const holder = agent.lastTurn?.holder ?? "";
         await db.releaseSessionTurnLease("s1", holder);
-        thief = live?.open() ?? null;
+        thief = (await live?.open()) ?? null;
         await thief?.tryAcquireSessionTurnLease("s1", "pid=2:turn=thief", { ttlSeconds: 30 });
         return reply("a reply nobody may store");
       },
     ]);
-    const { db, agent } = harness(provider);
+    const { db, agent } = await harness(provider);
 
     const result = await agent.runConversation("hello", { conversationHistory: [] });
 
@@ -283,7 +283,7 @@ describe("the model/tool loop", () => {
 
   it("runs without a lease or writes when persistence is off", async () => {
     const provider = new ScriptedProvider([reply("ephemeral")]);
-    const { db, agent } = harness(provider, { persist: false });
+    const { db, agent } = await harness(provider, { persist: false });
     let leaseDuringTurn: unknown = "unset";
     agent.onEvent = (event) => {
       if (event.kind === "turn.started") leaseDuringTurn = agent.lastTurn?.holder;

@@ -1,10 +1,12 @@
-// The seed's turn admission scenarios that need a live SessionDB (two instances on one file).
+// The seed's turn admission scenarios that need a live store (two instances on one database),
+// on SQLite and on PostgreSQL.
 import { afterEach, describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import { Turn } from "../../src/agent/turn.js";
 import type { LoopResult, RunLoop } from "../../src/agent/turn-types.js";
 import type { ConversationMessage, LeaseAcquireOptions } from "../../src/state/types.js";
 import { latch, within } from "./support/async.js";
+import { storeBackends } from "../support/store-backends.js";
 import { liveStore, type LiveStore } from "./support/live-store.js";
 import { ScriptedProvider } from "./support/scripted-provider.js";
 
@@ -18,13 +20,13 @@ function okLoop(history: ConversationMessage[]): LoopResult {
   return { finalResponse: "ok", messages: history, failed: false };
 }
 
-describe("turn admission on a live SessionDB", () => {
+describe.each(storeBackends)("turn admission on a live store ($name)", (backend) => {
   it("firstTurnOnFreshSessionSerializesASecondWriter", async () => {
     // A client-addressed session id has no row until its first turn writes one; a second turn
     // arriving meanwhile must wait for that turn and see its rows, not interleave.
-    live = liveStore();
-    const dbA = live.open();
-    const dbB = live.open();
+    live = liveStore(backend, "admission");
+    const dbA = await live.open();
+    const dbB = await live.open();
     const aInTurn = latch();
     const aMayFinish = latch();
     let aFinished = false;
@@ -93,9 +95,9 @@ describe("turn admission on a live SessionDB", () => {
 
   it("flushMessagesToSessionDbFencesStaleHolderOnLiveDb", async () => {
     // A-loses / B-acquires / A-late-flush, through the real persist path.
-    live = liveStore();
-    const first = live.open();
-    const second = live.open();
+    live = liveStore(backend, "admission");
+    const first = await live.open();
+    const second = await live.open();
     await first.createSession("shared", { source: "test" });
     const staleHolder = "pid=1:turn=stale";
     const nextHolder = "pid=2:turn=next";

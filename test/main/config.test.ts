@@ -30,6 +30,15 @@ describe("configuration", () => {
     expect(() => loadConfig({ SLACK_SIGNING_SECRET: "s" })).toThrow(/SLACK_BOT_TOKEN/);
   });
 
+  it("DATABASE_URL selects PostgreSQL with DATABASE_SCHEMA (default 'switchboard'); a bad value is named, never echoed", () => {
+    expect(loadConfig({})).toMatchObject({ databaseUrl: null, databaseSchema: "switchboard" });
+    const url = "postgres://bot:s3cret-pass@db.internal:5432/switchboard";
+    expect(loadConfig({ DATABASE_URL: url, DATABASE_SCHEMA: "prod_eu" })).toMatchObject({ databaseUrl: url, databaseSchema: "prod_eu" });
+    expect(() => loadConfig({ DATABASE_URL: "mysql://bot:s3cret-pass@db/x" })).toThrow(/^DATABASE_URL: must be a postgres/);
+    expect(() => loadConfig({ DATABASE_URL: "mysql://bot:s3cret-pass@db/x" })).not.toThrow(/s3cret/);
+    expect(() => loadConfig({ DATABASE_SCHEMA: "drop table; --" })).toThrow(/^DATABASE_SCHEMA: /);
+  });
+
   it("refuses a non-loopback address without an API key", () => {
     expect(() => loadConfig({ HOST: "0.0.0.0" })).toThrow(ConfigError);
     expect(loadConfig({ HOST: "0.0.0.0", SWITCHBOARD_API_KEY: "k".repeat(16) }).host).toBe("0.0.0.0");

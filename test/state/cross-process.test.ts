@@ -1,5 +1,6 @@
-// Two OS processes on one SQLite file: the lease serialises them, a release wakes the other
-// process through Redis pub/sub, a stale flush is fenced, and a SIGKILLed holder is reaped early.
+// Two OS processes on one database (a SQLite file, or a PostgreSQL schema): the lease serialises
+// them, a release wakes the other process through Redis pub/sub, a stale flush is fenced, and a
+// SIGKILLed holder is reaped early.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -7,10 +8,11 @@ import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { RedisLeaseNotifier } from "../../src/bus/lease-notifier.js";
-import { makeHolder } from "../../src/state/index.js";
+import { makeHolder, type StoreConfig } from "../../src/state/index.js";
 import { newRedisClient, uniquePrefix } from "../support/redis.js";
+import { storeBackends, type TestStore } from "../support/store-backends.js";
 import type { HolderCommand, HolderReply } from "./fixtures/lease-holder.js";
-import { contents, tempStore, until, type TempStore } from "./helpers.js";
+import { contents, until } from "./helpers.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const projectRoot = resolve(here, "..", "..");
@@ -34,8 +36,8 @@ class HolderProcess {
     });
   }
 
-  static async start(dbPath: string, channelPrefix: string): Promise<HolderProcess> {
-    const child = spawn(process.execPath, ["--import", "tsx", fixture, dbPath, channelPrefix], {
+  static async start(storeConfig: StoreConfig, channelPrefix: string): Promise<HolderProcess> {
+    const child = spawn(process.execPath, ["--import", "tsx", fixture, JSON.stringify(storeConfig), channelPrefix], {
       cwd: projectRoot,
       env: process.env,
       stdio: ["pipe", "pipe", "pipe"],
@@ -83,21 +85,9 @@ class HolderProcess {
   }
 }
 
-let store: TempStore;
 let holderProcess: HolderProcess | null = null;
 const redisClients: Redis[] = [];
 const notifiers: RedisLeaseNotifier[] = [];
-
-beforeEach(() => {
-  store = tempStore("sb-xproc");
-});
-afterEach(async () => {
-  await holderProcess?.stop();
-  holderProcess = null;
-  await store.cleanup();
-  for (const notifier of notifiers.splice(0)) await notifier.close();
-  for (const client of redisClients.splice(0)) client.disconnect();
-});
 
 async function redisNotifier(prefix: string): Promise<RedisLeaseNotifier> {
   const publisher = newRedisClient();
@@ -108,12 +98,24 @@ async function redisNotifier(prefix: string): Promise<RedisLeaseNotifier> {
   return notifier;
 }
 
-describe("two OS processes on one database", () => {
+describe.each(storeBackends)("two OS processes on one database ($name)", (backend) => {
+  let store: TestStore;
+  beforeEach(() => {
+    store = backend.create("xproc");
+  });
+  afterEach(async () => {
+    await holderProcess?.stop();
+    holderProcess = null;
+    await store.cleanup();
+    for (const notifier of notifiers.splice(0)) await notifier.close();
+    for (const client of redisClients.splice(0)) client.disconnect();
+  });
+
   it("A (child) holds and writes, B waits, B is admitted right after A's release via Redis, and A's late flush is fenced", async () => {
     const prefix = uniquePrefix("lease");
     const pollIntervalMs = 2_000;
-    const b = store.open({ notifier: await redisNotifier(prefix), pollIntervalMs });
-    holderProcess = await HolderProcess.start(store.path, prefix);
+    const b = await store.open({ notifier: await redisNotifier(prefix), pollIntervalMs });
+    holderProcess = await HolderProcess.start(store.config, prefix);
     const a = holderProcess;
 
     const holderA = await a.result<string>({ op: "holder", sessionId: "shared" });
@@ -148,8 +150,8 @@ describe("two OS processes on one database", () => {
 
   it("reaps a SIGKILLed holder on this host without waiting for its 60 s TTL", async () => {
     const prefix = uniquePrefix("lease");
-    const b = store.open({ pollIntervalMs: 250 });
-    holderProcess = await HolderProcess.start(store.path, prefix);
+    const b = await store.open({ pollIntervalMs: 250 });
+    holderProcess = await HolderProcess.start(store.config, prefix);
     const a = holderProcess;
     const holderA = await a.result<string>({ op: "holder", sessionId: "s" });
     expect(await a.result<boolean>({ op: "acquire", sessionId: "s", holder: holderA, ttlSeconds: 60 })).toBe(true);

@@ -1,217 +1,230 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { InboxInsert } from "../../src/state/index.js";
-import { manualClock, tempStore, type TempStore } from "./helpers.js";
+import { storeBackends, type TestStore } from "../support/store-backends.js";
+import { manualClock } from "./helpers.js";
 
-let store: TempStore;
-beforeEach(() => {
-  store = tempStore("sb-inbox");
-});
-afterEach(async () => {
-  await store.cleanup();
-});
+describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
+  let store: TestStore;
+  beforeEach(() => {
+    store = backend.create("inbox");
+  });
+  afterEach(async () => {
+    await store.cleanup();
+  });
 
-const inbound = (id: string, sessionId = "s", extra: Partial<InboxInsert> = {}): InboxInsert => ({
-  platform: "slack",
-  platformMessageId: id,
-  sessionId,
-  payload: { text: `text of ${id}`, attachments: [] },
-  ...extra,
-});
+  const inbound = (id: string, sessionId = "s", extra: Partial<InboxInsert> = {}): InboxInsert => ({
+    platform: "slack",
+    platformMessageId: id,
+    sessionId,
+    payload: { text: `text of ${id}`, attachments: [] },
+    ...extra,
+  });
 
-describe("inbox", () => {
-  it("records a message once; a redelivery returns the existing row with inserted=false", async () => {
-    const db = store.open({ now: () => 10 });
-    const first = await db.recordInbound(inbound("m1"));
-    expect(first.inserted).toBe(true);
-    expect(first.row).toMatchObject({
-      platform: "slack",
-      platform_message_id: "m1",
-      session_id: "s",
-      payload: { text: "text of m1", attachments: [] },
-      status: "pending",
-      received_at: 10,
-      enqueued_at: null,
-      completed_at: null,
-      reply: null,
-      reason: null,
+  describe("inbox", () => {
+    it("records a message once; a redelivery returns the existing row with inserted=false", async () => {
+      const db = await store.open({ now: () => 10 });
+      const first = await db.recordInbound(inbound("m1"));
+      expect(first.inserted).toBe(true);
+      expect(first.row).toMatchObject({
+        platform: "slack",
+        platform_message_id: "m1",
+        session_id: "s",
+        payload: { text: "text of m1", attachments: [] },
+        status: "pending",
+        received_at: 10,
+        enqueued_at: null,
+        completed_at: null,
+        reply: null,
+        reason: null,
+      });
+      const again = await db.recordInbound(inbound("m1", "s", { payload: { text: "changed" } }));
+      expect(again).toEqual({ inserted: false, row: first.row });
+      // Same id on another platform is another message.
+      expect((await db.recordInbound({ ...inbound("m1"), platform: "discord" })).inserted).toBe(true);
     });
-    const again = await db.recordInbound(inbound("m1", "s", { payload: { text: "changed" } }));
-    expect(again).toEqual({ inserted: false, row: first.row });
-    // Same id on another platform is another message.
-    expect((await db.recordInbound({ ...inbound("m1"), platform: "discord" })).inserted).toBe(true);
-  });
 
-  it("concurrent duplicates from two connections leave exactly one row", async () => {
-    const a = store.open();
-    const b = store.open();
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).recordInbound(inbound("dup"))));
-    expect(results.filter((r) => r.inserted)).toHaveLength(1);
-    expect(new Set(results.map((r) => r.row.id)).size).toBe(1);
-    expect((await a.inboxCounts()).pending).toBe(1);
-  });
-
-  it("recognises a redelivery forever, across reopen", async () => {
-    const first = store.open();
-    await first.recordInbound(inbound("m1"));
-    await first.close();
-    const second = store.open();
-    expect((await second.recordInbound(inbound("m1"))).inserted).toBe(false);
-  });
-
-  it("records rejected messages with their reason; a rejection of an already recorded message changes nothing", async () => {
-    const db = store.open({ now: () => 7 });
-    const rejected = await db.recordRejected(inbound("bad"), "text is empty");
-    expect(rejected).toMatchObject({ status: "rejected", reason: "text is empty", completed_at: 7 });
-    const { row } = await db.recordInbound(inbound("ok"));
-    expect(await db.recordRejected(inbound("ok"), "late")).toEqual(row);
-    expect(await db.findInboxRow("slack", "bad")).toEqual(rejected);
-    expect(await db.findInboxRow("slack", "missing")).toBeNull();
-    expect(await db.getInboxRow(999_999)).toBeNull();
-  });
-
-  it("lists pending rows oldest first, per session and overall, and marks them enqueued", async () => {
-    const clock = manualClock(100);
-    const db = store.open({ now: clock.now });
-    const ids: number[] = [];
-    for (const [key, session] of [["a1", "A"], ["b1", "B"], ["a2", "A"], ["a3", "A"]] as const) {
-      ids.push((await db.recordInbound(inbound(key, session))).row.id);
-    }
-    expect((await db.pendingInbox("A")).map((r) => r.platform_message_id)).toEqual(["a1", "a2", "a3"]);
-    expect((await db.pendingInbox("A", 1)).map((r) => r.platform_message_id)).toEqual(["a1"]);
-    expect((await db.listPendingInbox()).map((r) => r.platform_message_id)).toEqual(["a1", "b1", "a2", "a3"]);
-    expect(await db.listPendingInbox(2)).toHaveLength(2);
-    clock.advance(5);
-    await db.markInboxEnqueued([ids[0], ids[1]]);
-    expect((await db.getInboxRow(ids[0]))?.enqueued_at).toBe(105);
-    expect((await db.getInboxRow(ids[2]))?.enqueued_at).toBeNull();
-  });
-
-  it("completes only pending rows, and counts every status", async () => {
-    const db = store.open({ now: () => 9 });
-    const a = (await db.recordInbound(inbound("a"))).row.id;
-    const b = (await db.recordInbound(inbound("b"))).row.id;
-    await db.recordInbound(inbound("c"));
-    await db.recordRejected(inbound("d"), "too long");
-    await db.completeInbox([a], "done", "the reply");
-    await db.completeInbox([a, b], "failed", null, "model error");
-    expect(await db.getInboxRow(a)).toMatchObject({ status: "done", reply: "the reply", reason: null, completed_at: 9 });
-    expect(await db.getInboxRow(b)).toMatchObject({ status: "failed", reply: null, reason: "model error" });
-    expect((await db.pendingInbox("s")).map((r) => r.platform_message_id)).toEqual(["c"]);
-    expect(await db.inboxCounts()).toEqual({ pending: 1, done: 1, failed: 1, interrupted: 0, rejected: 1 });
-  });
-});
-
-describe("deliveries", () => {
-  const target = { channel: "C1", thread_ts: "1.2" };
-
-  it("creates pending rows in order", async () => {
-    const db = store.open({ now: () => 3 });
-    const ids = await db.createDeliveries([
-      { platform: "slack", sessionId: "s", target, text: "one" },
-      { platform: "slack", sessionId: "s", target, text: "two" },
-    ]);
-    expect(ids[1]).toBeGreaterThan(ids[0]);
-    expect(await db.getDelivery(ids[0])).toEqual({
-      id: ids[0],
-      platform: "slack",
-      session_id: "s",
-      inbox_id: null,
-      target,
-      text: "one",
-      status: "pending",
-      attempts: 0,
-      possible_duplicate: false,
-      platform_message_id: null,
-      last_error: null,
-      display_metadata: null,
-      created_at: 3,
-      updated_at: 3,
+    it("concurrent duplicates from two connections leave exactly one row", async () => {
+      const a = await store.open();
+      const b = await store.open();
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).recordInbound(inbound("dup"))));
+      expect(results.filter((r) => r.inserted)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.row.id)).size).toBe(1);
+      expect((await a.inboxCounts()).pending).toBe(1);
     });
-    expect(await db.getDelivery(ids[1] + 100)).toBeNull();
+
+    it("recognises a redelivery forever, across reopen", async () => {
+      const first = await store.open();
+      await first.recordInbound(inbound("m1"));
+      await first.close();
+      const second = await store.open();
+      expect((await second.recordInbound(inbound("m1"))).inserted).toBe(false);
+    });
+
+    it("records rejected messages with their reason; a rejection of an already recorded message changes nothing", async () => {
+      const db = await store.open({ now: () => 7 });
+      const rejected = await db.recordRejected(inbound("bad"), "text is empty");
+      expect(rejected).toMatchObject({ status: "rejected", reason: "text is empty", completed_at: 7 });
+      const { row } = await db.recordInbound(inbound("ok"));
+      expect(await db.recordRejected(inbound("ok"), "late")).toEqual(row);
+      expect(await db.findInboxRow("slack", "bad")).toEqual(rejected);
+      expect(await db.findInboxRow("slack", "missing")).toBeNull();
+      expect(await db.getInboxRow(999_999)).toBeNull();
+    });
+
+    it("lists pending rows oldest first, per session and overall, and marks them enqueued", async () => {
+      const clock = manualClock(100);
+      const db = await store.open({ now: clock.now });
+      const ids: number[] = [];
+      for (const [key, session] of [["a1", "A"], ["b1", "B"], ["a2", "A"], ["a3", "A"]] as const) {
+        ids.push((await db.recordInbound(inbound(key, session))).row.id);
+      }
+      expect((await db.pendingInbox("A")).map((r) => r.platform_message_id)).toEqual(["a1", "a2", "a3"]);
+      expect((await db.pendingInbox("A", 1)).map((r) => r.platform_message_id)).toEqual(["a1"]);
+      expect((await db.listPendingInbox()).map((r) => r.platform_message_id)).toEqual(["a1", "b1", "a2", "a3"]);
+      expect(await db.listPendingInbox(2)).toHaveLength(2);
+      clock.advance(5);
+      await db.markInboxEnqueued([ids[0], ids[1]]);
+      expect((await db.getInboxRow(ids[0]))?.enqueued_at).toBe(105);
+      expect((await db.getInboxRow(ids[2]))?.enqueued_at).toBeNull();
+    });
+
+    it("completes only pending rows, and counts every status", async () => {
+      const db = await store.open({ now: () => 9 });
+      const a = (await db.recordInbound(inbound("a"))).row.id;
+      const b = (await db.recordInbound(inbound("b"))).row.id;
+      await db.recordInbound(inbound("c"));
+      await db.recordRejected(inbound("d"), "too long");
+      await db.completeInbox([a], "done", "the reply");
+      await db.completeInbox([a, b], "failed", null, "model error");
+      expect(await db.getInboxRow(a)).toMatchObject({ status: "done", reply: "the reply", reason: null, completed_at: 9 });
+      expect(await db.getInboxRow(b)).toMatchObject({ status: "failed", reply: null, reason: "model error" });
+      expect((await db.pendingInbox("s")).map((r) => r.platform_message_id)).toEqual(["c"]);
+      expect(await db.inboxCounts()).toEqual({ pending: 1, done: 1, failed: 1, interrupted: 0, rejected: 1 });
+    });
   });
 
-  it("claim: pending -> sending; found 'sending' (a crash mid-send) -> claimed again as a possible duplicate; sent -> null", async () => {
-    const db = store.open();
-    const [id] = await db.createDeliveries([{ platform: "slack", sessionId: "s", target, text: "hi" }]);
-    expect(await db.claimDelivery(id)).toMatchObject({ status: "sending", attempts: 1, possible_duplicate: false });
-    expect(await db.claimDelivery(id)).toMatchObject({ status: "sending", attempts: 2, possible_duplicate: true });
-    await db.markDeliverySent(id, "1712.0001");
-    expect(await db.getDelivery(id)).toMatchObject({ status: "sent", platform_message_id: "1712.0001", possible_duplicate: true });
-    expect(await db.claimDelivery(id)).toBeNull();
-    expect(await db.claimDelivery(id + 1)).toBeNull();
+  describe("deliveries", () => {
+    const target = { channel: "C1", thread_ts: "1.2" };
+
+    it("creates pending rows in order", async () => {
+      const db = await store.open({ now: () => 3 });
+      const ids = await db.createDeliveries([
+        { platform: "slack", sessionId: "s", target, text: "one" },
+        { platform: "slack", sessionId: "s", target, text: "two" },
+      ]);
+      expect(ids[1]).toBeGreaterThan(ids[0]);
+      expect(await db.getDelivery(ids[0])).toEqual({
+        id: ids[0],
+        platform: "slack",
+        session_id: "s",
+        inbox_id: null,
+        target,
+        text: "one",
+        status: "pending",
+        attempts: 0,
+        possible_duplicate: false,
+        platform_message_id: null,
+        last_error: null,
+        display_metadata: null,
+        created_at: 3,
+        updated_at: 3,
+      });
+      expect(await db.getDelivery(ids[1] + 100)).toBeNull();
+    });
+
+    it("claim: pending -> sending; found 'sending' (a crash mid-send) -> claimed again as a possible duplicate; sent -> null", async () => {
+      const db = await store.open();
+      const [id] = await db.createDeliveries([{ platform: "slack", sessionId: "s", target, text: "hi" }]);
+      expect(await db.claimDelivery(id)).toMatchObject({ status: "sending", attempts: 1, possible_duplicate: false });
+      expect(await db.claimDelivery(id)).toMatchObject({ status: "sending", attempts: 2, possible_duplicate: true });
+      await db.markDeliverySent(id, "1712.0001");
+      expect(await db.getDelivery(id)).toMatchObject({ status: "sent", platform_message_id: "1712.0001", possible_duplicate: true });
+      expect(await db.claimDelivery(id)).toBeNull();
+      expect(await db.claimDelivery(id + 1)).toBeNull();
+    });
+
+    it("two connections claiming one delivery at once: one clean claim, the other a possible duplicate; none once sent", async () => {
+      const a = await store.open();
+      const b = await store.open();
+      const [id] = await a.createDeliveries([{ platform: "slack", sessionId: "s", target, text: "hi" }]);
+      const claims = await Promise.all([a.claimDelivery(id), b.claimDelivery(id)]);
+      expect(claims.map((claim) => claim?.attempts).sort()).toEqual([1, 2]);
+      expect(claims.map((claim) => claim?.possible_duplicate).sort()).toEqual([false, true]);
+      await a.markDeliverySent(id, "m-1");
+      expect(await Promise.all([a.claimDelivery(id), b.claimDelivery(id)])).toEqual([null, null]);
+    });
+
+    it("a failed attempt goes back to pending for a retry; a final failure ends it; a sent row never regresses", async () => {
+      const db = await store.open();
+      const [retry, sent] = await db.createDeliveries([
+        { platform: "slack", sessionId: "s", target, text: "a" },
+        { platform: "slack", sessionId: "s", target, text: "b" },
+      ]);
+      await db.claimDelivery(retry);
+      await db.markDeliveryFailed(retry, "429 rate limited", false);
+      expect(await db.getDelivery(retry)).toMatchObject({ status: "pending", last_error: "429 rate limited", possible_duplicate: false });
+      expect(await db.claimDelivery(retry)).toMatchObject({ status: "sending", attempts: 2, possible_duplicate: false });
+      await db.markDeliveryFailed(retry, "channel_not_found", true);
+      expect(await db.getDelivery(retry)).toMatchObject({ status: "failed", last_error: "channel_not_found" });
+      expect(await db.claimDelivery(retry)).toBeNull();
+
+      await db.claimDelivery(sent);
+      await db.markDeliverySent(sent, null);
+      await db.markDeliveryFailed(sent, "late timeout report", false);
+      expect((await db.getDelivery(sent))?.status).toBe("sent");
+    });
+
+    it("lists unsent rows (pending and sending) and a session's rows", async () => {
+      const db = await store.open();
+      const { row } = await db.recordInbound(inbound("m1", "s1"));
+      const [a, b, c] = await db.createDeliveries([
+        { platform: "slack", sessionId: "s1", target, text: "a", inboxId: row.id },
+        { platform: "slack", sessionId: "s1", target, text: "b" },
+        { platform: "discord", sessionId: "s2", target: { channel_id: "9" }, text: "c" },
+      ]);
+      await db.claimDelivery(b);
+      await db.claimDelivery(c);
+      await db.markDeliverySent(c, "msg-9");
+      expect((await db.listUnsentDeliveries()).map((d) => [d.id, d.status])).toEqual([
+        [a, "pending"],
+        [b, "sending"],
+      ]);
+      expect(await db.listUnsentDeliveries(1)).toHaveLength(1);
+      expect((await db.deliveriesForSession("s1")).map((d) => d.id)).toEqual([a, b]);
+      expect((await db.getDelivery(a))?.inbox_id).toBe(row.id);
+    });
   });
+    it("receipts: found by the platform's message id, shown in display_metadata, never moving back, first time kept", async () => {
+      let now = 10;
+      const db = await store.open({ now: () => now });
+      const [a, b] = await db.createDeliveries([
+        { platform: "whatsapp", sessionId: "s", target: { to: "1555" }, text: "a" },
+        { platform: "whatsapp", sessionId: "s", target: { to: "1555" }, text: "b" },
+      ]);
+      await db.claimDelivery(a);
+      await db.markDeliverySent(a, "wamid.A");
+      await db.claimDelivery(b);
+      await db.markDeliverySent(b, "wamid.B");
 
-  it("a failed attempt goes back to pending for a retry; a final failure ends it; a sent row never regresses", async () => {
-    const db = store.open();
-    const [retry, sent] = await db.createDeliveries([
-      { platform: "slack", sessionId: "s", target, text: "a" },
-      { platform: "slack", sessionId: "s", target, text: "b" },
-    ]);
-    await db.claimDelivery(retry);
-    await db.markDeliveryFailed(retry, "429 rate limited", false);
-    expect(await db.getDelivery(retry)).toMatchObject({ status: "pending", last_error: "429 rate limited", possible_duplicate: false });
-    expect(await db.claimDelivery(retry)).toMatchObject({ status: "sending", attempts: 2, possible_duplicate: false });
-    await db.markDeliveryFailed(retry, "channel_not_found", true);
-    expect(await db.getDelivery(retry)).toMatchObject({ status: "failed", last_error: "channel_not_found" });
-    expect(await db.claimDelivery(retry)).toBeNull();
+      expect(await db.recordDeliveryReceipt("whatsapp", "wamid.unknown", { status: "sent", at: 100 })).toBeNull();
+      // The same id on another platform is another message.
+      expect(await db.recordDeliveryReceipt("slack", "wamid.A", { status: "sent", at: 100 })).toBeNull();
 
-    await db.claimDelivery(sent);
-    await db.markDeliverySent(sent, null);
-    await db.markDeliveryFailed(sent, "late timeout report", false);
-    expect((await db.getDelivery(sent))?.status).toBe("sent");
-  });
+      now = 11;
+      const sent = await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "sent", at: 100 });
+      expect(sent).toMatchObject({ id: a, status: "sent", display_metadata: { receipt: "sent", receipts: { sent: 100 } }, updated_at: 11 });
+      // Out of order: read arrives before delivered; the shown status stays read.
+      await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "read", at: 102 });
+      await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "delivered", at: 101 });
+      // A repeated report keeps the first time.
+      await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "sent", at: 150 });
+      expect((await db.getDelivery(a))?.display_metadata).toEqual({ receipt: "read", receipts: { sent: 100, delivered: 101, read: 102 } });
+      // The row's own status is the ledger's: still sent.
+      expect((await db.getDelivery(a))?.status).toBe("sent");
 
-  it("lists unsent rows (pending and sending) and a session's rows", async () => {
-    const db = store.open();
-    const { row } = await db.recordInbound(inbound("m1", "s1"));
-    const [a, b, c] = await db.createDeliveries([
-      { platform: "slack", sessionId: "s1", target, text: "a", inboxId: row.id },
-      { platform: "slack", sessionId: "s1", target, text: "b" },
-      { platform: "discord", sessionId: "s2", target: { channel_id: "9" }, text: "c" },
-    ]);
-    await db.claimDelivery(b);
-    await db.claimDelivery(c);
-    await db.markDeliverySent(c, "msg-9");
-    expect((await db.listUnsentDeliveries()).map((d) => [d.id, d.status])).toEqual([
-      [a, "pending"],
-      [b, "sending"],
-    ]);
-    expect(await db.listUnsentDeliveries(1)).toHaveLength(1);
-    expect((await db.deliveriesForSession("s1")).map((d) => d.id)).toEqual([a, b]);
-    expect((await db.getDelivery(a))?.inbox_id).toBe(row.id);
-  });
-
-  it("receipts: found by the platform's message id, shown in display_metadata, never moving back, first time kept", async () => {
-    let now = 10;
-    const db = store.open({ now: () => now });
-    const [a, b] = await db.createDeliveries([
-      { platform: "whatsapp", sessionId: "s", target: { to: "1555" }, text: "a" },
-      { platform: "whatsapp", sessionId: "s", target: { to: "1555" }, text: "b" },
-    ]);
-    await db.claimDelivery(a);
-    await db.markDeliverySent(a, "wamid.A");
-    await db.claimDelivery(b);
-    await db.markDeliverySent(b, "wamid.B");
-
-    expect(await db.recordDeliveryReceipt("whatsapp", "wamid.unknown", { status: "sent", at: 100 })).toBeNull();
-    // The same id on another platform is another message.
-    expect(await db.recordDeliveryReceipt("slack", "wamid.A", { status: "sent", at: 100 })).toBeNull();
-
-    now = 11;
-    const sent = await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "sent", at: 100 });
-    expect(sent).toMatchObject({ id: a, status: "sent", display_metadata: { receipt: "sent", receipts: { sent: 100 } }, updated_at: 11 });
-    // Out of order: read arrives before delivered; the shown status stays read.
-    await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "read", at: 102 });
-    await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "delivered", at: 101 });
-    // A repeated report keeps the first time.
-    await db.recordDeliveryReceipt("whatsapp", "wamid.A", { status: "sent", at: 150 });
-    expect((await db.getDelivery(a))?.display_metadata).toEqual({ receipt: "read", receipts: { sent: 100, delivered: 101, read: 102 } });
-    // The row's own status is the ledger's: still sent.
-    expect((await db.getDelivery(a))?.status).toBe("sent");
-
-    const errors = [{ code: 131026, title: "Message undeliverable" }];
-    await db.recordDeliveryReceipt("whatsapp", "wamid.B", { status: "failed", at: 200, errors });
-    expect((await db.getDelivery(b))?.display_metadata).toEqual({ receipt: "failed", receipts: { failed: 200 }, receipt_errors: errors });
-    expect((await db.getDelivery(a))?.display_metadata).toMatchObject({ receipt: "read" });
-  });
+      const errors = [{ code: 131026, title: "Message undeliverable" }];
+      await db.recordDeliveryReceipt("whatsapp", "wamid.B", { status: "failed", at: 200, errors });
+      expect((await db.getDelivery(b))?.display_metadata).toEqual({ receipt: "failed", receipts: { failed: 200 }, receipt_errors: errors });
+      expect((await db.getDelivery(a))?.display_metadata).toMatchObject({ receipt: "read" });
+    });
 });

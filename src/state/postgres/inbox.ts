@@ -1,0 +1,84 @@
+// Durable ingress on PostgreSQL: unique on (platform, platform_message_id) forever; a redelivery
+// that races the first delivery on another node waits for it and returns its row.
+import { INBOX_STATUSES, toInboxRow, type StoredInboxRow } from "../inbox.js";
+import type { InboxInsert, InboxRow, InboxStatus } from "../types.js";
+import { clockSql, type Queryable } from "./connection.js";
+
+const COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
+
+const INSERT = `
+  INSERT INTO inbox (platform, platform_message_id, session_id, payload, status, received_at, reason, completed_at)
+  VALUES ($1, $2, $3, $4, $5, COALESCE($6::float8, ${clockSql(8)}), $7,
+          CASE WHEN $7::text IS NULL THEN NULL ELSE ${clockSql(8)} END)
+  ON CONFLICT (platform, platform_message_id) DO NOTHING
+  RETURNING ${COLUMNS}`;
+
+const SELECT_BY_ID = `SELECT ${COLUMNS} FROM inbox WHERE id = $1`;
+const SELECT_BY_KEY = `SELECT ${COLUMNS} FROM inbox WHERE platform = $1 AND platform_message_id = $2`;
+const MARK_ENQUEUED = `UPDATE inbox SET enqueued_at = ${clockSql(2)} WHERE id = ANY ($1::bigint[])`;
+const PENDING_FOR_SESSION = `SELECT ${COLUMNS} FROM inbox WHERE session_id = $1 AND status = 'pending' ORDER BY id LIMIT $2`;
+const ALL_PENDING = `SELECT ${COLUMNS} FROM inbox WHERE status = 'pending' ORDER BY id LIMIT $1`;
+// Only pending rows move: completion is idempotent and a settled row keeps its outcome.
+const COMPLETE = `
+  UPDATE inbox SET status = $2, completed_at = ${clockSql(5)}, reply = $3, reason = $4
+   WHERE status = 'pending' AND id = ANY ($1::bigint[])`;
+const COUNT_BY_STATUS = "SELECT status, count(*) AS n FROM inbox GROUP BY status";
+
+export class PgInboxSql {
+  /** Insert unless the platform message exists; a duplicate returns the existing row. */
+  async record(db: Queryable, insert: InboxInsert, now: number | null, rejectionReason: string | null): Promise<{ inserted: boolean; row: InboxRow }> {
+    const created = await db.query<StoredInboxRow>(INSERT, [
+      insert.platform,
+      insert.platformMessageId,
+      insert.sessionId,
+      JSON.stringify(insert.payload),
+      rejectionReason === null ? "pending" : "rejected",
+      insert.receivedAt ?? null,
+      rejectionReason,
+      now,
+    ]);
+    if (created.rows[0]) return { inserted: true, row: toInboxRow(created.rows[0]) };
+    const existing = (await db.query<StoredInboxRow>(SELECT_BY_KEY, [insert.platform, insert.platformMessageId])).rows[0];
+    if (!existing) throw new Error(`inbox row ${insert.platform}/${insert.platformMessageId} vanished`);
+    return { inserted: false, row: toInboxRow(existing) };
+  }
+
+  async get(db: Queryable, id: number): Promise<InboxRow | null> {
+    const row = (await db.query<StoredInboxRow>(SELECT_BY_ID, [id])).rows[0];
+    return row ? toInboxRow(row) : null;
+  }
+
+  async find(db: Queryable, platform: string, platformMessageId: string): Promise<InboxRow | null> {
+    const row = (await db.query<StoredInboxRow>(SELECT_BY_KEY, [platform, platformMessageId])).rows[0];
+    return row ? toInboxRow(row) : null;
+  }
+
+  async markAsEnqueued(db: Queryable, ids: number[], now: number | null): Promise<void> {
+    if (ids.length > 0) await db.query(MARK_ENQUEUED, [ids, now]);
+  }
+
+  async pendingForSession(db: Queryable, sessionId: string, limit: number): Promise<InboxRow[]> {
+    return (await db.query<StoredInboxRow>(PENDING_FOR_SESSION, [sessionId, limit])).rows.map(toInboxRow);
+  }
+
+  async allPending(db: Queryable, limit: number): Promise<InboxRow[]> {
+    return (await db.query<StoredInboxRow>(ALL_PENDING, [limit])).rows.map(toInboxRow);
+  }
+
+  async completeRows(
+    db: Queryable,
+    ids: number[],
+    status: Exclude<InboxStatus, "pending">,
+    reply: string | null,
+    reason: string | null,
+    now: number | null,
+  ): Promise<void> {
+    if (ids.length > 0) await db.query(COMPLETE, [ids, status, reply, reason, now]);
+  }
+
+  async counts(db: Queryable): Promise<Record<InboxStatus, number>> {
+    const counts = Object.fromEntries(INBOX_STATUSES.map((status) => [status, 0])) as Record<InboxStatus, number>;
+    for (const { status, n } of (await db.query<{ status: InboxStatus; n: number }>(COUNT_BY_STATUS)).rows) counts[status] = n;
+    return counts;
+  }
+}

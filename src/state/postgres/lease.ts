@@ -1,0 +1,130 @@
+// Every SQL statement that reads or writes session_turn_leases on PostgreSQL: admission, refresh,
+// release and the fence that guards transcript writes. Times come from the database's clock, so
+// nodes with skewed clocks agree on expiry. Keys are compression-lineage roots (the caller
+// resolves them). A holder on another host is only ever replaced once its lease has expired.
+import type pg from "pg";
+import { TurnLeaseLostError } from "../errors.js";
+import { isHolderProvablyDead } from "../holder.js";
+import type { LeaseAttempt } from "../lease-admission.js";
+import { clockSql, type Queryable } from "./connection.js";
+
+export interface LeaseRow {
+  holder: string;
+  acquired_at: number;
+  expires_at: number;
+}
+
+interface LeaseWithClock {
+  holder: string;
+  expires_at: number;
+  now: number;
+}
+
+// Admission in one statement (one round trip): insert our row, or take over the existing one when
+// it is ours already (a re-acquire keeps acquired_at), has expired, or is held by `$5` — a holder
+// the caller proved dead on this host. ON CONFLICT locks the row and judges its latest version,
+// so two nodes cannot both win, and a fenced flush holding the row finishes first. The outer read
+// shows the row as it was when the statement began: on a refusal, who holds it and until when.
+const ACQUIRE = `
+  WITH clock AS (SELECT ${clockSql(4)} AS now),
+  taken AS (
+    INSERT INTO session_turn_leases AS lease (conversation_id, holder, acquired_at, expires_at, ttl_seconds)
+    SELECT $1, $2, clock.now, clock.now + $3, $3 FROM clock
+    ON CONFLICT (conversation_id) DO UPDATE
+       SET holder = EXCLUDED.holder,
+           acquired_at = CASE WHEN lease.holder = EXCLUDED.holder THEN lease.acquired_at ELSE EXCLUDED.acquired_at END,
+           expires_at = EXCLUDED.expires_at,
+           ttl_seconds = EXCLUDED.ttl_seconds
+     WHERE lease.holder = EXCLUDED.holder OR lease.expires_at <= EXCLUDED.acquired_at OR lease.holder = $5
+    RETURNING 1
+  )
+  SELECT EXISTS (SELECT 1 FROM taken) AS acquired, current.holder, current.expires_at, clock.now
+    FROM clock LEFT JOIN session_turn_leases current ON current.conversation_id = $1`;
+
+// Locks the row until the transaction ends: a takeover waits for the fenced writes to commit.
+const SELECT_FOR_UPDATE = `
+  SELECT holder, expires_at, ${clockSql(2)} AS now FROM session_turn_leases WHERE conversation_id = $1 FOR UPDATE`;
+const SELECT_WITH_CLOCK = `SELECT holder, expires_at, ${clockSql(2)} AS now FROM session_turn_leases WHERE conversation_id = $1`;
+const SELECT_ROW = "SELECT holder, acquired_at, expires_at FROM session_turn_leases WHERE conversation_id = $1";
+// ttl NULL keeps the TTL the holder acquired with.
+const REFRESH = `
+  UPDATE session_turn_leases
+     SET expires_at = ${clockSql(4)} + COALESCE($3::float8, ttl_seconds), ttl_seconds = COALESCE($3::float8, ttl_seconds)
+   WHERE conversation_id = $1 AND holder = $2`;
+const RENEW = `UPDATE session_turn_leases SET expires_at = ${clockSql(3)} + ttl_seconds WHERE conversation_id = $1 AND holder = $2`;
+const DELETE_OWN = "DELETE FROM session_turn_leases WHERE conversation_id = $1 AND holder = $2";
+
+interface AcquireOutcome {
+  acquired: boolean;
+  /** The row as the statement found it (null: none, or one inserted by another node meanwhile). */
+  holder: string | null;
+  expires_at: number | null;
+  now: number;
+}
+
+export class PgLeaseSql {
+  constructor(private readonly thisHost: string) {}
+
+  /**
+   * Insert ours if absent, take over an expired row or one whose holder is a provably dead process
+   * on this host; acquired iff the row is ours afterwards. A live holder on another host is never
+   * replaced before its lease expires.
+   */
+  async tryAcquire(db: Queryable, key: string, holder: string, ttlSeconds: number, now: number | null): Promise<LeaseAttempt> {
+    let outcome = await this.acquireOnce(db, key, holder, ttlSeconds, now, null);
+    if (!outcome.acquired && outcome.holder !== null && isHolderProvablyDead(outcome.holder, this.thisHost)) {
+      // Replace exactly that holder: if another node took the row meanwhile, this changes nothing.
+      outcome = await this.acquireOnce(db, key, holder, ttlSeconds, now, outcome.holder);
+    }
+    if (outcome.acquired) return { acquired: true };
+    // A row another node inserted after this statement began is not visible yet: try again at once.
+    if (outcome.holder === null || outcome.expires_at === null) return { acquired: false, holder: "", expiresAt: outcome.now, now: outcome.now };
+    return { acquired: false, holder: outcome.holder, expiresAt: outcome.expires_at, now: outcome.now };
+  }
+
+  private async acquireOnce(
+    db: Queryable,
+    key: string,
+    holder: string,
+    ttlSeconds: number,
+    now: number | null,
+    replaceable: string | null,
+  ): Promise<AcquireOutcome> {
+    const row = (await db.query<AcquireOutcome>(ACQUIRE, [key, holder, ttlSeconds, now, replaceable])).rows[0];
+    if (!row) throw new Error(`lease ${key}: the admission statement returned no row`);
+    return row;
+  }
+
+  /** Extends expiry when `holder` owns the row (even if it ran out and nobody took it); else false. */
+  async refresh(db: Queryable, key: string, holder: string, ttlSeconds: number | undefined, now: number | null): Promise<boolean> {
+    return ((await db.query(REFRESH, [key, holder, ttlSeconds ?? null, now])).rowCount ?? 0) > 0;
+  }
+
+  /** Deletes the row only when `holder` owns it. True when a row was deleted. */
+  async release(db: Queryable, key: string, holder: string): Promise<boolean> {
+    return ((await db.query(DELETE_OWN, [key, holder])).rowCount ?? 0) > 0;
+  }
+
+  /** The holder of a lease that is still live: not expired and not provably dead. Read only. */
+  async liveHolder(db: Queryable, key: string, now: number | null): Promise<string | null> {
+    const row = (await db.query<LeaseWithClock>(SELECT_WITH_CLOCK, [key, now])).rows[0];
+    if (!row || row.expires_at <= row.now || isHolderProvablyDead(row.holder, this.thisHost)) return null;
+    return row.holder;
+  }
+
+  async get(db: Queryable, key: string): Promise<LeaseRow | null> {
+    return (await db.query<LeaseRow>(SELECT_ROW, [key])).rows[0] ?? null;
+  }
+
+  /**
+   * The fence. Call inside the write transaction, before the guarded writes: a missing row or
+   * another holder throws TurnLeaseLostError (the transaction rolls back, nothing is written);
+   * our own expired row is renewed, since nobody else took it. The row stays locked until the
+   * transaction ends, so no takeover can slip in between this check and the commit.
+   */
+  async assertHeld(client: pg.PoolClient, key: string, holder: string, now: number | null): Promise<void> {
+    const row = (await client.query<LeaseWithClock>(SELECT_FOR_UPDATE, [key, now])).rows[0];
+    if (!row || row.holder !== holder) throw new TurnLeaseLostError(key, holder, row?.holder ?? null);
+    if (row.expires_at <= row.now) await client.query(RENEW, [key, holder, now]);
+  }
+}

@@ -1,0 +1,59 @@
+// Transcript rows on PostgreSQL. Ordered by row id, never by time. A batch is one INSERT over
+// arrays, so a turn's flush costs one round trip however many messages it writes.
+import { MESSAGE_TUPLE_COLUMNS, type StoredMessageTuple } from "../conversation.js";
+import { toJson } from "../json-columns.js";
+import type { ConversationMessage } from "../types.js";
+import { clockSql, type Queryable } from "./connection.js";
+
+const INSERT_ALL = `
+  INSERT INTO messages (session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
+                        platform_message_id, display_kind, display_metadata, finish_reason)
+  SELECT $1, m.role, m.content, m.api_content, m.tool_calls, m.tool_call_id, m.tool_name, COALESCE(m.timestamp, ${clockSql(13)}),
+         m.platform_message_id, m.display_kind, m.display_metadata, m.finish_reason
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[],
+                $9::text[], $10::text[], $11::text[], $12::text[])
+         WITH ORDINALITY AS m (role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
+                               platform_message_id, display_kind, display_metadata, finish_reason, ord)
+   ORDER BY m.ord
+  RETURNING id`;
+
+const SELECT_BY_SESSION = `SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1 ORDER BY id`;
+
+const SELECT_PLATFORM_ID = "SELECT 1 FROM messages WHERE platform_message_id = $1 AND session_id = $2 LIMIT 1";
+
+/** Column arrays in INSERT_ALL's order, one entry per message. */
+function columns(messages: ConversationMessage[]): unknown[][] {
+  const pick = (value: (message: ConversationMessage) => unknown): unknown[] => messages.map(value);
+  return [
+    pick((m) => m.role),
+    pick((m) => m.content ?? null),
+    pick((m) => m.api_content ?? null),
+    pick((m) => toJson(m.tool_calls && m.tool_calls.length > 0 ? m.tool_calls : null)),
+    pick((m) => m.tool_call_id ?? null),
+    pick((m) => m.tool_name ?? null),
+    pick((m) => m.timestamp ?? null),
+    pick((m) => m.platform_message_id ?? m.message_id ?? null),
+    pick((m) => m.display_kind ?? null),
+    pick((m) => toJson(m.display_metadata)),
+    pick((m) => m.finish_reason ?? null),
+  ];
+}
+
+export class PgMessageSql {
+  /** Inserts in order and returns the row ids in that order. Run inside the flush's transaction. */
+  async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null): Promise<number[]> {
+    if (messages.length === 0) return [];
+    const result = await db.query<{ id: number }>(INSERT_ALL, [sessionId, ...columns(messages), now]);
+    // Identity values are drawn in insertion order; RETURNING itself promises no order.
+    return result.rows.map((row) => row.id).sort((a, b) => a - b);
+  }
+
+  async rows(db: Queryable, sessionId: string): Promise<StoredMessageTuple[]> {
+    const result = await db.query<StoredMessageTuple>({ text: SELECT_BY_SESSION, values: [sessionId], rowMode: "array" });
+    return result.rows;
+  }
+
+  async hasPlatformMessageId(db: Queryable, sessionId: string, platformMessageId: string): Promise<boolean> {
+    return ((await db.query(SELECT_PLATFORM_ID, [platformMessageId, sessionId])).rowCount ?? 0) > 0;
+  }
+}

@@ -1,0 +1,378 @@
+// PostgresStore: SessionStore on PostgreSQL, for gateways on several machines. Same semantics as
+// the SQLite SessionDB: the lease and its fence in transactions with the database's clock, the
+// inbox's permanent uniqueness, the compression lineage, the deliveries ledger. Lease and fence
+// SQL lives in lease.ts; the waiting loop and the in-process wake-ups are shared with SQLite.
+import { hostname as osHostname } from "node:os";
+import type pg from "pg";
+import { repairToolPairing, toConversationMessage, toMessageRow } from "../conversation.js";
+import { SessionDBClosedError, UnknownSessionError } from "../errors.js";
+import { waitForLease } from "../lease-admission.js";
+import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "../lease-wakeups.js";
+import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "../store-options.js";
+import type {
+  AppendBatchOptions,
+  ConversationMessage,
+  ConversationReadOptions,
+  CreateSessionInput,
+  DeliveryInsert,
+  DeliveryReceipt,
+  DeliveryRow,
+  FlushResult,
+  InboxInsert,
+  InboxRow,
+  InboxStatus,
+  LeaseAcquireOptions,
+  LeaseReleaseNotifier,
+  MessageRow,
+  SessionRow,
+  SessionStore,
+  SessionSummary,
+} from "../types.js";
+import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransaction, isTransientPgError } from "./connection.js";
+import { PgDeliverySql } from "./deliveries.js";
+import { PgInboxSql } from "./inbox.js";
+import { PgLeaseSql } from "./lease.js";
+import { PgMessageSql } from "./messages.js";
+import { migrateSchema } from "./migrations.js";
+import { PgSessionSql } from "./sessions.js";
+
+export interface PostgresStoreOptions extends StoreOptions {
+  /** postgres://user:password@host:port/database (or a unix socket: ?host=/run/postgresql). */
+  connectionString: string;
+  /** The schema holding the tables, created if missing. Default "switchboard". */
+  schema?: string;
+  /** Connections in this process's pool. Default 10. */
+  maxConnections?: number;
+  /**
+   * How long a statement waits for a locked row before giving up. A lease waiter counts that as
+   * contention (onContended) and tries again; a fenced flush fails. Default 5000 ms.
+   */
+  lockTimeoutMs?: number;
+}
+
+/** A foreign-key violation on messages.session_id: the session has no row. */
+function isMissingSession(err: unknown): boolean {
+  const pgError = err as { code?: unknown; constraint?: unknown };
+  return pgError.code === "23503" && pgError.constraint === "messages_session_id_fkey";
+}
+
+export class PostgresStore implements SessionStore {
+  /** Which database and schema (no credentials): waiters on the same one in this process wake each other. */
+  readonly storeKey: string;
+  private readonly sessions: PgSessionSql;
+  private readonly messages = new PgMessageSql();
+  private readonly leases: PgLeaseSql;
+  private readonly inbox = new PgInboxSql();
+  private readonly deliveries = new PgDeliverySql();
+  private readonly notifier: LeaseReleaseNotifier | null;
+  private readonly unsubscribeNotifier: (() => void) | null;
+  private readonly pollIntervalMs: number;
+  private readonly defaultTtlSeconds: number;
+  private readonly defaultWaitSeconds: number;
+  /** Null: the database's clock. */
+  private readonly testClock: (() => number) | null;
+  private readonly activeWakeups = new Set<ArmedWakeup>();
+  private closed = false;
+
+  /** Connect, create the schema if missing and migrate it (under an advisory lock), then serve. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const schema = checkSchemaName(options.schema ?? DEFAULT_SCHEMA);
+    const pool = createPool({
+      connectionString: options.connectionString,
+      schema,
+      maxConnections: options.maxConnections ?? 10,
+      lockTimeoutMs: options.lockTimeoutMs ?? 5_000,
+    });
+    try {
+      await migrateSchema(pool, schema);
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+    return new PostgresStore(pool, schema, options);
+  }
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    readonly schema: string,
+    options: PostgresStoreOptions,
+  ) {
+    this.storeKey = describeDatabase(options.connectionString, schema);
+    this.sessions = new PgSessionSql(schema);
+    this.leases = new PgLeaseSql(options.hostname ?? osHostname());
+    this.pollIntervalMs = options.pollIntervalMs ?? STORE_DEFAULTS.pollIntervalMs;
+    this.defaultTtlSeconds = options.defaultTtlSeconds ?? STORE_DEFAULTS.defaultTtlSeconds;
+    this.defaultWaitSeconds = options.defaultWaitSeconds ?? STORE_DEFAULTS.defaultWaitSeconds;
+    this.testClock = options.now ?? null;
+    this.notifier = options.notifier ?? null;
+    this.unsubscribeNotifier =
+      this.notifier?.onRelease((conversationId) => wakeLocalWaiters(this.storeKey, conversationId)) ?? null;
+  }
+
+  // ---- plumbing ----
+
+  /** The clock parameter of a statement: null lets the database read its own. */
+  private now(): number | null {
+    return this.testClock?.() ?? null;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new SessionDBClosedError();
+  }
+
+  private async run<T>(work: (db: pg.Pool) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    return work(this.pool);
+  }
+
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    return inTransaction(this.pool, work);
+  }
+
+  private armTracked(key: string): ArmedWakeup {
+    const armed = armWakeup(this.storeKey, key);
+    this.activeWakeups.add(armed);
+    return {
+      wait: (ms) => armed.wait(ms),
+      wake: () => armed.wake(),
+      dispose: () => {
+        this.activeWakeups.delete(armed);
+        armed.dispose();
+      },
+    };
+  }
+
+
+  // ---- sessions ----
+
+  async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
+    return this.run((db) => this.sessions.create(db, id, input, this.now()));
+  }
+
+  async getSession(id: string): Promise<SessionRow | null> {
+    return this.run((db) => this.sessions.get(db, id));
+  }
+
+  async endSession(id: string, reason: string): Promise<void> {
+    return this.run((db) => this.sessions.endSession(db, id, reason, this.now()));
+  }
+
+  async sessionKeysWithPrefix(prefix: string, limit = 100_000): Promise<string[]> {
+    return this.run((db) => this.sessions.keysWithPrefix(db, prefix, limit));
+  }
+
+  /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
+  async listSessions(options: { limit?: number } = {}): Promise<SessionSummary[]> {
+    return this.run((db) => this.sessions.listRecent(db, options.limit ?? 100));
+  }
+
+  async ensureSessionForKey(sessionKey: string, newId: string, input: CreateSessionInput): Promise<SessionRow> {
+    // The common case (the key has a live session) is a read: no lock per inbound message.
+    const live = await this.run((db) => this.sessions.liveForKey(db, sessionKey));
+    return live ?? this.transaction((client) => this.sessions.ensureForKey(client, sessionKey, newId, input, this.now()));
+  }
+
+  async resolveTip(sessionId: string): Promise<string> {
+    return this.run((db) => this.sessions.tipOf(db, sessionId));
+  }
+
+  async conversationIdOf(sessionId: string): Promise<string> {
+    return this.run((db) => this.sessions.conversationIdOf(db, sessionId));
+  }
+
+  // ---- messages ----
+
+  async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
+    const { messageIds } = await this.flushTurn(sessionId, [message]);
+    return messageIds[0];
+  }
+
+  async appendMessagesBatch(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<number[]> {
+    return (await this.flushTurn(sessionId, messages, options)).messageIds;
+  }
+
+  /** The fenced flush: lease check, inserts, inbox completion and deliveries in one transaction. */
+  async flushTurn(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<FlushResult> {
+    const now = this.now();
+    return this.transaction(async (client) => {
+      const holder = options.turnLeaseHolder;
+      if (holder !== undefined && holder !== null) {
+        await this.leases.assertHeld(client, await this.sessions.conversationIdOf(client, sessionId), holder, now);
+      }
+      let messageIds: number[];
+      try {
+        messageIds = await this.messages.insertAll(client, sessionId, messages, now);
+      } catch (err) {
+        throw isMissingSession(err) ? new UnknownSessionError(sessionId) : err;
+      }
+      const completion = options.endRecords?.completeInbox;
+      if (completion) await this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now);
+      const deliveryIds = options.endRecords?.deliveries ? await this.deliveries.insertAll(client, options.endRecords.deliveries, now) : [];
+      return { messageIds, deliveryIds };
+    });
+  }
+
+  async getMessages(sessionId: string): Promise<MessageRow[]> {
+    const rows = await this.run((db) => this.messages.rows(db, sessionId));
+    return rows.map((row) => toMessageRow(sessionId, row));
+  }
+
+  /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
+  async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
+    const includeRowIds = options.includeRowIds === true;
+    const rows = await this.run((db) => this.messages.rows(db, sessionId));
+    const transcript = rows.map((row) => toConversationMessage(row, includeRowIds));
+    return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+  }
+
+  async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
+    return this.run((db) => this.messages.hasPlatformMessageId(db, sessionId, platformMessageId));
+  }
+
+  // ---- turn lease ----
+
+  async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    const conversationId = await this.conversationIdOf(sessionId);
+    return (await this.run((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()))).acquired;
+  }
+
+  async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    return waitForLease(
+      {
+        resolveConversationId: () => this.conversationIdOf(sessionId),
+        attempt: (conversationId) => this.run((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now())),
+        isContended: isTransientPgError,
+        arm: (conversationId) => this.armTracked(conversationId),
+        pollIntervalMs: this.pollIntervalMs,
+        assertOpen: () => this.assertOpen(),
+      },
+      options,
+      options.waitSeconds ?? this.defaultWaitSeconds,
+    );
+  }
+
+  async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
+    const ttl = options.ttlSeconds === undefined ? undefined : positiveSeconds(options.ttlSeconds, "ttlSeconds");
+    const conversationId = await this.conversationIdOf(sessionId);
+    return this.run((db) => this.leases.refresh(db, conversationId, holder, ttl, this.now()));
+  }
+
+  async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
+    const conversationId = await this.conversationIdOf(sessionId);
+    const released = await this.run((db) => this.leases.release(db, conversationId, holder));
+    if (!released) return;
+    wakeLocalWaiters(this.storeKey, conversationId);
+    try {
+      this.notifier?.publishRelease(conversationId);
+    } catch {
+      // Other processes fall back to their poll; the release itself is done.
+    }
+  }
+
+  async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
+    const conversationId = await this.conversationIdOf(sessionId);
+    return this.run((db) => this.leases.liveHolder(db, conversationId, this.now()));
+  }
+
+  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
+    return listenForReleases(this.storeKey, conversationId, listener);
+  }
+
+  async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
+    const conversationId = await this.conversationIdOf(sessionId);
+    return this.run((db) => this.leases.get(db, conversationId));
+  }
+
+  // ---- inbox ----
+
+  async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
+    return this.run((db) => this.inbox.record(db, insert, this.now(), null));
+  }
+
+  /** A duplicate of a message already recorded returns the existing row unchanged. */
+  async recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow> {
+    return (await this.run((db) => this.inbox.record(db, insert, this.now(), reason))).row;
+  }
+
+  async getInboxRow(id: number): Promise<InboxRow | null> {
+    return this.run((db) => this.inbox.get(db, id));
+  }
+
+  async findInboxRow(platform: string, platformMessageId: string): Promise<InboxRow | null> {
+    return this.run((db) => this.inbox.find(db, platform, platformMessageId));
+  }
+
+  async markInboxEnqueued(ids: number[]): Promise<void> {
+    return this.run((db) => this.inbox.markAsEnqueued(db, ids, this.now()));
+  }
+
+  async pendingInbox(sessionId: string, limit = 100): Promise<InboxRow[]> {
+    return this.run((db) => this.inbox.pendingForSession(db, sessionId, limit));
+  }
+
+  async listPendingInbox(limit = 1000): Promise<InboxRow[]> {
+    return this.run((db) => this.inbox.allPending(db, limit));
+  }
+
+  /** Only pending rows change: completing a settled row again is a no-op. */
+  async completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null = null): Promise<void> {
+    return this.run((db) => this.inbox.completeRows(db, ids, status, reply, reason, this.now()));
+  }
+
+  async inboxCounts(): Promise<Record<InboxStatus, number>> {
+    return this.run((db) => this.inbox.counts(db));
+  }
+
+  // ---- deliveries ----
+
+  async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
+    // One INSERT statement: all rows or none.
+    return this.run((db) => this.deliveries.insertAll(db, inserts, this.now()));
+  }
+
+  async getDelivery(id: number): Promise<DeliveryRow | null> {
+    return this.run((db) => this.deliveries.get(db, id));
+  }
+
+  async claimDelivery(id: number): Promise<DeliveryRow | null> {
+    return this.run((db) => this.deliveries.claimForSend(db, id, this.now()));
+  }
+
+  async markDeliverySent(id: number, platformMessageId: string | null): Promise<void> {
+    return this.run((db) => this.deliveries.recordSent(db, id, platformMessageId, this.now()));
+  }
+
+  async markDeliveryFailed(id: number, error: string, final: boolean): Promise<void> {
+    return this.run((db) => this.deliveries.recordFailure(db, id, error, final, this.now()));
+  }
+
+  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
+    return this.transaction((client) => this.deliveries.recordReceipt(client, platform, platformMessageId, receipt, this.now()));
+  }
+
+  async setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean> {
+    return this.run((db) => this.deliveries.editInstead(db, id, editMessageId, this.now()));
+  }
+
+  async listUnsentDeliveries(limit = 1000): Promise<DeliveryRow[]> {
+    return this.run((db) => this.deliveries.unsent(db, limit));
+  }
+
+  async deliveriesForSession(sessionId: string): Promise<DeliveryRow[]> {
+    return this.run((db) => this.deliveries.forSession(db, sessionId));
+  }
+
+  // ---- lifecycle ----
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribeNotifier?.();
+    // Waiters wake, see the closed store and reject instead of hanging on their timers.
+    for (const wakeup of [...this.activeWakeups]) wakeup.wake();
+    await this.pool.end();
+  }
+}

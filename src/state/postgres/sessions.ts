@@ -1,0 +1,166 @@
+// Session rows and the compression lineage on PostgreSQL (see ../sessions.ts for the rules). The
+// lineage walks are recursive queries: one round trip whatever the chain's length.
+import type pg from "pg";
+import { COMPRESSION_END_REASON } from "../sessions.js";
+import type { CreateSessionInput, SessionRow, SessionSummary } from "../types.js";
+import { clockSql, type Queryable } from "./connection.js";
+
+const COLUMNS = "id, source, session_key, chat_id, thread_id, user_id, parent_session_id, started_at, ended_at, end_reason, title, model";
+
+/** Guards against a corrupt parent cycle (besides the path check). */
+const MAX_LINEAGE_DEPTH = 10_000;
+
+/** Bound on the ids remembered as their own lineage root; the set starts over when full. */
+const MAX_KNOWN_ROOTS = 50_000;
+
+const INSERT = `
+  INSERT INTO sessions (id, source, session_key, chat_id, thread_id, user_id, parent_session_id, started_at, title, model)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::float8, ${clockSql(11)}), $9, $10)
+  ON CONFLICT (id) DO NOTHING`;
+
+const SELECT_ONE = `SELECT ${COLUMNS} FROM sessions WHERE id = $1`;
+
+const END = `UPDATE sessions SET ended_at = ${clockSql(3)}, end_reason = $2 WHERE id = $1 AND ended_at IS NULL`;
+
+const LIVE_FOR_KEY = `
+  SELECT ${COLUMNS} FROM sessions WHERE session_key = $1 AND ended_at IS NULL
+   ORDER BY started_at DESC, seq DESC LIMIT 1`;
+
+const COMPRESSED_FOR_KEY = `
+  SELECT id FROM sessions WHERE session_key = $1 AND end_reason = '${COMPRESSION_END_REASON}'
+   ORDER BY started_at DESC, seq DESC LIMIT 1`;
+
+// A range on the session_key index (byte order): every key that starts with the prefix.
+const KEYS_WITH_PREFIX = `
+  SELECT DISTINCT session_key FROM sessions WHERE session_key >= $1 AND session_key < $2 ORDER BY session_key LIMIT $3`;
+
+// last_activity: the newest message by row id (an index lookup per session, not a scan).
+const LIST_RECENT = `
+  SELECT ${COLUMNS}, last_activity FROM (
+    SELECT s.*, (SELECT m.timestamp FROM messages m WHERE m.session_id = s.id ORDER BY m.id DESC LIMIT 1) AS last_activity
+      FROM sessions s
+  ) listed
+  ORDER BY COALESCE(last_activity, started_at) DESC, seq DESC
+  LIMIT $1`;
+
+// Up through parents that ended in compression; the last step reached is the root. A session with
+// no row is its own root (the first step needs no row).
+const LINEAGE_ROOT = `
+  WITH RECURSIVE lineage (id, depth, path) AS (
+    SELECT $1::text, 0, ARRAY[$1::text]
+    UNION ALL
+    SELECT s.parent_session_id, lineage.depth + 1, lineage.path || s.parent_session_id
+      FROM lineage
+      JOIN sessions s ON s.id = lineage.id
+      JOIN sessions parent ON parent.id = s.parent_session_id
+     WHERE parent.end_reason = '${COMPRESSION_END_REASON}'
+       AND NOT s.parent_session_id = ANY (lineage.path)
+       AND lineage.depth < ${MAX_LINEAGE_DEPTH}
+  )
+  SELECT lineage.id, (SELECT s.parent_session_id IS NULL FROM sessions s WHERE s.id = $1) AS parentless
+    FROM lineage ORDER BY depth DESC LIMIT 1`;
+
+// Down through the newest compression child at each step, to the live tip.
+const COMPRESSION_TIP = `
+  WITH RECURSIVE tip (id, depth, path) AS (
+    SELECT $1::text, 0, ARRAY[$1::text]
+    UNION ALL
+    SELECT child.id, tip.depth + 1, tip.path || child.id
+      FROM tip
+      JOIN sessions parent ON parent.id = tip.id AND parent.end_reason = '${COMPRESSION_END_REASON}'
+      CROSS JOIN LATERAL (
+        SELECT c.id FROM sessions c WHERE c.parent_session_id = tip.id ORDER BY c.started_at DESC, c.seq DESC LIMIT 1
+      ) child
+     WHERE NOT child.id = ANY (tip.path) AND tip.depth < ${MAX_LINEAGE_DEPTH}
+  )
+  SELECT id FROM tip ORDER BY depth DESC LIMIT 1`;
+
+export class PgSessionSql {
+  /**
+   * Sessions whose stored row has no parent: their own lineage root for good (a parent is set
+   * only at creation and rows are never deleted). Saves a round trip on most lease calls.
+   */
+  private readonly knownRoots = new Set<string>();
+
+  constructor(private readonly schema: string) {}
+
+  /** Idempotent: a second create of an existing id returns the existing row unchanged. */
+  async create(db: Queryable, id: string, input: CreateSessionInput, now: number | null): Promise<SessionRow> {
+    await db.query(INSERT, [
+      id,
+      input.source,
+      input.sessionKey ?? null,
+      input.chatId ?? null,
+      input.threadId ?? null,
+      input.userId ?? null,
+      input.parentSessionId ?? null,
+      input.startedAt ?? null,
+      input.title ?? null,
+      input.model ?? null,
+      now,
+    ]);
+    const row = await this.get(db, id);
+    if (!row) throw new Error(`session ${id} vanished right after it was created`);
+    return row;
+  }
+
+  async get(db: Queryable, id: string): Promise<SessionRow | null> {
+    return (await db.query<SessionRow>(SELECT_ONE, [id])).rows[0] ?? null;
+  }
+
+  async endSession(db: Queryable, id: string, reason: string, now: number | null): Promise<void> {
+    await db.query(END, [id, reason, now]);
+  }
+
+  /** The live session of a key, without writing (null: ensureForKey must create one). */
+  async liveForKey(db: Queryable, sessionKey: string): Promise<SessionRow | null> {
+    return (await db.query<SessionRow>(LIVE_FOR_KEY, [sessionKey])).rows[0] ?? null;
+  }
+
+  /**
+   * The live session of a routing key: an open session with that key, else the open tip of a
+   * compressed one, else a new session named `newId`. Run inside a transaction: the advisory lock
+   * on the key makes two first messages racing on one key (on any node) get one session.
+   */
+  async ensureForKey(client: pg.PoolClient, sessionKey: string, newId: string, input: CreateSessionInput, now: number | null): Promise<SessionRow> {
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`switchboard:session-key:${this.schema}:${sessionKey}`]);
+    const live = await this.liveForKey(client, sessionKey);
+    if (live) return live;
+    const compressed = (await client.query<{ id: string }>(COMPRESSED_FOR_KEY, [sessionKey])).rows[0]?.id;
+    if (compressed) {
+      const tip = await this.get(client, await this.tipOf(client, compressed));
+      if (tip && tip.ended_at === null) return tip;
+    }
+    return this.create(client, newId, { ...input, sessionKey }, now);
+  }
+
+  async keysWithPrefix(db: Queryable, prefix: string, limit: number): Promise<string[]> {
+    // Every string with the prefix sorts at or after it and before prefix + U+FFFF.
+    const result = await db.query<{ session_key: string }>(KEYS_WITH_PREFIX, [prefix, `${prefix}\uffff`, limit]);
+    return result.rows.map((row) => row.session_key);
+  }
+
+  async listRecent(db: Queryable, limit: number): Promise<SessionSummary[]> {
+    return (await db.query<SessionSummary>(LIST_RECENT, [limit])).rows;
+  }
+
+  /**
+   * Walk parent_session_id up while the parent ended with 'compression'. No row: the id itself.
+   * `remember`: the caller reads committed rows only (not inside a transaction that created one).
+   */
+  async conversationIdOf(db: Queryable, id: string, remember = true): Promise<string> {
+    if (this.knownRoots.has(id)) return id;
+    const row = (await db.query<{ id: string; parentless: boolean | null }>(LINEAGE_ROOT, [id])).rows[0];
+    if (!row) return id;
+    if (remember && row.parentless === true) {
+      if (this.knownRoots.size >= MAX_KNOWN_ROOTS) this.knownRoots.clear();
+      this.knownRoots.add(id);
+    }
+    return row.id;
+  }
+
+  /** Follow compression children down to the live tip (the newest child at each step). */
+  async tipOf(db: Queryable, id: string): Promise<string> {
+    return (await db.query<{ id: string }>(COMPRESSION_TIP, [id])).rows[0]?.id ?? id;
+  }
+}

@@ -1,0 +1,232 @@
+// What only the PostgreSQL backend has: its schema setting, migrations under an advisory lock, the
+// database's clock, and a gateway that keeps nothing durable on its own disk. (Everything the two
+// backends share runs on both from the other files in this folder.)
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { openStore, PostgresStore } from "../../src/state/index.js";
+import { isTransientPgError } from "../../src/state/postgres/connection.js";
+import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
+import { startTestGateway, type TestGateway } from "../support/gateway.js";
+import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
+import { until } from "./helpers.js";
+
+const opened: PostgresStore[] = [];
+const schemas: string[] = [];
+let gateway: TestGateway | null = null;
+
+afterEach(async () => {
+  await gateway?.stop();
+  gateway = null;
+  for (const store of opened.splice(0)) await store.close();
+  for (const schema of schemas.splice(0)) await dropSchema(testDatabaseUrl(), schema);
+});
+
+function freshSchema(label: string): string {
+  const schema = uniqueSchema(label);
+  schemas.push(schema);
+  return schema;
+}
+
+async function open(schema: string, connectionString = testDatabaseUrl()): Promise<PostgresStore> {
+  const store = await PostgresStore.open({ connectionString, schema });
+  opened.push(store);
+  return store;
+}
+
+async function query<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+async function tablesIn(schema: string): Promise<string[]> {
+  const rows = await query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename", [schema]);
+  return rows.map((row) => row.tablename);
+}
+
+describe("the PostgreSQL schema", () => {
+  it("is created when missing and migrated to the latest version, each step recorded once", async () => {
+    const schema = freshSchema("migrate");
+    await open(schema);
+    expect(await tablesIn(schema)).toEqual(["deliveries", "inbox", "messages", "schema_migrations", "session_turn_leases", "sessions"]);
+    const versions = await query<{ version: number }>(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+    expect(versions.map((row) => row.version)).toEqual(Array.from({ length: LATEST_PG_SCHEMA_VERSION }, (_, i) => i + 1));
+  });
+
+  it("nodes starting together on a new schema migrate it exactly once and all serve", async () => {
+    const schema = freshSchema("together");
+    const stores = await Promise.all(Array.from({ length: 5 }, () => open(schema)));
+    const versions = await query<{ version: number }>(`SELECT version FROM "${schema}".schema_migrations`);
+    expect(versions).toHaveLength(LATEST_PG_SCHEMA_VERSION);
+    await stores[0].createSession("s", { source: "t" });
+    await stores[4].appendMessage("s", { role: "user", content: "from the fifth node" });
+    expect((await stores[2].getMessages("s")).map((m) => m.content)).toEqual(["from the fifth node"]);
+  });
+
+  it("keeps its data across restarts", async () => {
+    const schema = freshSchema("reopen");
+    const first = await open(schema);
+    await first.createSession("s1", { source: "test" });
+    await first.recordInbound({ platform: "slack", platformMessageId: "m1", sessionId: "s1", payload: { text: "x" } });
+    await first.close();
+    const second = await open(schema);
+    expect(await second.getSession("s1")).not.toBeNull();
+    expect((await second.recordInbound({ platform: "slack", platformMessageId: "m1", sessionId: "s1", payload: { text: "x" } })).inserted).toBe(false);
+  });
+
+  it("refuses a schema written by a newer build", async () => {
+    const schema = freshSchema("newer");
+    const store = await open(schema);
+    await store.close();
+    await query(`INSERT INTO "${schema}".schema_migrations (version, applied_at) VALUES ($1, 0)`, [LATEST_PG_SCHEMA_VERSION + 1]);
+    await expect(PostgresStore.open({ connectionString: testDatabaseUrl(), schema })).rejects.toThrow(/newer than this build/);
+  });
+
+  it("deployments in different schemas of one server share nothing", async () => {
+    const [a, b] = await Promise.all([open(freshSchema("deploy_a")), open(freshSchema("deploy_b"))]);
+    for (const store of [a, b]) await store.createSession("same-id", { source: "t" });
+    await a.appendMessage("same-id", { role: "user", content: "only in a" });
+    expect(await b.getMessages("same-id")).toEqual([]);
+    expect(await a.tryAcquireSessionTurnLease("same-id", "holder-a")).toBe(true);
+    expect(await b.tryAcquireSessionTurnLease("same-id", "holder-b")).toBe(true);
+    expect((await a.recordInbound({ platform: "slack", platformMessageId: "m", sessionId: "same-id", payload: {} })).inserted).toBe(true);
+    expect((await b.recordInbound({ platform: "slack", platformMessageId: "m", sessionId: "same-id", payload: {} })).inserted).toBe(true);
+  });
+
+  it("stays in its schema even when DATABASE_URL passes its own `options` (a search_path among them)", async () => {
+    const schema = freshSchema("options");
+    const url = testDatabaseUrl();
+    const withOptions = `${url}${url.includes("?") ? "&" : "?"}options=${encodeURIComponent("-c search_path=public")}`;
+    const store = await open(schema, withOptions);
+    await store.createSession("s", { source: "t" });
+    expect(await query(`SELECT id FROM "${schema}".sessions`)).toEqual([{ id: "s" }]);
+  });
+
+  it("refuses a schema name that is not a plain identifier", async () => {
+    await expect(PostgresStore.open({ connectionString: testDatabaseUrl(), schema: 'x"; DROP SCHEMA public; --' })).rejects.toThrow(/DATABASE_SCHEMA/);
+  });
+});
+
+describe("the database's clock", () => {
+  it("times are epoch seconds from the server, whatever this machine's clock says", async () => {
+    const store = await open(freshSchema("clock"));
+    const [{ now: before }] = await query<{ now: number }>("SELECT extract(epoch FROM now())::float8 AS now");
+    // This machine's clock runs an hour behind while the holder acquires its lease.
+    const realNow = Date.now.bind(Date);
+    const skew = vi.spyOn(Date, "now").mockImplementation(() => realNow() - 3_600_000);
+    try {
+      await store.createSession("s", { source: "t" });
+      expect(await store.tryAcquireSessionTurnLease("s", "pid=1:host=slow-clock:turn=a", { ttlSeconds: 60 })).toBe(true);
+    } finally {
+      skew.mockRestore();
+    }
+    const [{ now: after }] = await query<{ now: number }>("SELECT extract(epoch FROM now())::float8 AS now");
+    const session = await store.getSession("s");
+    const lease = await store.getSessionTurnLease("s");
+    expect(typeof session?.started_at).toBe("number");
+    expect(session?.started_at).toBeGreaterThanOrEqual(before);
+    expect(session?.started_at).toBeLessThanOrEqual(after);
+    expect(lease && lease.expires_at - lease.acquired_at).toBeCloseTo(60, 6);
+    // So the lease is live for everyone, and no other holder gets it before the server's clock says so.
+    expect(await store.tryAcquireSessionTurnLease("s", "pid=2:host=other:turn=b")).toBe(false);
+  });
+});
+
+describe("a lease row locked by a stuck transaction (a node paused mid-flush)", () => {
+  it("a waiter reports contention, not a holder, keeps trying, and is admitted once the lock goes; a fenced write fails instead of hanging", async () => {
+    const schema = freshSchema("locked");
+    const store = await PostgresStore.open({ connectionString: testDatabaseUrl(), schema, lockTimeoutMs: 100 });
+    opened.push(store);
+    await store.createSession("s", { source: "t" });
+    expect(await store.tryAcquireSessionTurnLease("s", "A", { ttlSeconds: 60 })).toBe(true);
+    const locker = new pg.Client({ connectionString: testDatabaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query(`SELECT 1 FROM "${schema}".session_turn_leases WHERE conversation_id = 's' FOR UPDATE`);
+
+      await expect(store.appendMessagesBatch("s", [{ role: "user", content: "x" }], { turnLeaseHolder: "A" })).rejects.toMatchObject({ code: "55P03" });
+      const onWait = vi.fn();
+      const onContended = vi.fn();
+      const waiting = store.acquireSessionTurnLease("s", "B", { waitSeconds: 20, onWait, onContended });
+      await until(() => onContended.mock.calls.length >= 2, 10_000, "the waiter to report contention");
+      expect(onWait).not.toHaveBeenCalled();
+
+      // The stuck transaction ends, having let the lease go.
+      await locker.query(`DELETE FROM "${schema}".session_turn_leases WHERE conversation_id = 's'`);
+      await locker.query("COMMIT");
+      expect(await waiting).toBe(true);
+      expect((await store.getSessionTurnLease("s"))?.holder).toBe("B");
+      expect(await store.getMessages("s")).toEqual([]);
+    } finally {
+      await locker.query("ROLLBACK").catch(() => undefined);
+      await locker.end();
+    }
+  });
+});
+
+describe("contention", () => {
+  it("counts connection loss, restarts, lock and serialisation conflicts as contention, and SQL errors as errors", () => {
+    const withCode = (code: string): Error => Object.assign(new Error(code), { code });
+    for (const code of ["08006", "08001", "40001", "40P01", "53300", "57P01", "57P03", "55P03", "ECONNREFUSED", "ECONNRESET"]) {
+      expect(isTransientPgError(withCode(code)), code).toBe(true);
+    }
+    expect(isTransientPgError(new Error("Connection terminated unexpectedly"))).toBe(true);
+    for (const code of ["23505", "23514", "42P01", "42601", "22P02"]) expect(isTransientPgError(withCode(code)), code).toBe(false);
+    expect(isTransientPgError("not an error")).toBe(false);
+  });
+});
+
+describe("openStore", () => {
+  it("DATABASE_URL selects PostgreSQL; without it, SQLite", async () => {
+    const schema = freshSchema("factory");
+    const postgres = await openStore({ databaseUrl: testDatabaseUrl(), databaseSchema: schema, dbPath: "/nonexistent/never-created.db" });
+    try {
+      expect(postgres).toBeInstanceOf(PostgresStore);
+      expect(existsSync("/nonexistent")).toBe(false);
+    } finally {
+      await postgres.close();
+    }
+    await expect(openStore({ databaseUrl: "mysql://nope", databaseSchema: "x", dbPath: "" })).rejects.toThrow(/DATABASE_URL/);
+  });
+});
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" }).map((name) => join(dir, name));
+}
+
+describe("a gateway with DATABASE_URL", () => {
+  it("answers through PostgreSQL and keeps no database file of its own", async () => {
+    const schema = freshSchema("gateway");
+    gateway = await startTestGateway({ env: { DATABASE_URL: testDatabaseUrl(), DATABASE_SCHEMA: schema } });
+    const url = gateway.gateway.url ?? "";
+    const health = (await (await fetch(`${url}/health`)).json()) as { db: string };
+    expect(health.db).toBe("ok");
+
+    const reply = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "hello through postgres" }] }),
+    });
+    expect(reply.status).toBe(200);
+    const completion = (await reply.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(completion.choices[0].message.content).toContain("hello through postgres");
+
+    // Another node reading the same schema sees the whole turn.
+    const reader = await open(schema);
+    const [session] = await reader.listSessions();
+    const stored = (await reader.getMessages(session.id)).map((m) => [m.role, m.content]);
+    expect(stored[0]).toEqual(["user", "hello through postgres"]);
+    expect(stored.at(-1)?.[0]).toBe("assistant");
+    expect(await reader.inboxCounts()).toMatchObject({ done: 1, pending: 0 });
+    // Nothing durable on this machine: no SQLite file (nor its WAL) anywhere in the data folder.
+    expect(existsSync(gateway.env.SWITCHBOARD_DB)).toBe(false);
+    expect(filesUnder(gateway.dir).filter((file) => /\.db(-wal|-shm|-journal)?$/.test(file))).toEqual([]);
+  });
+});
