@@ -21,6 +21,8 @@ export interface CoreConfig {
   compaction: { maxChars: number; keepRecent: number } | null;
   leaseTtlSeconds: number;
   leaseWaitSeconds: number;
+  /** How often a process with workers looks for turns whose holder died (turn-recovery.ts). */
+  turnRecoveryIntervalMs: number;
   shutdownTimeoutMs: number;
   turnReplyTimeoutMs: number;
 }

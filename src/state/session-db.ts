@@ -32,6 +32,7 @@ import type {
   SessionRow,
   SessionStore,
   SessionSummary,
+  StaleLease,
 } from "./types.js";
 
 export interface SessionDBOptions {
@@ -282,7 +283,11 @@ export class SessionDB implements SessionStore {
       const conversationId = this.sessions.conversationIdOf(sessionId);
       return { conversationId, released: this.leases.release(conversationId, holder) };
     });
-    if (!released) return;
+    if (released) this.announceRelease(conversationId);
+  }
+
+  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
+  private announceRelease(conversationId: string): void {
     wakeLocalWaiters(this.fileKey, conversationId);
     try {
       this.notifier?.publishRelease(conversationId);
@@ -293,6 +298,16 @@ export class SessionDB implements SessionStore {
 
   async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
     return this.run(() => this.leases.liveHolder(this.sessions.conversationIdOf(sessionId), this.clock()));
+  }
+
+  async staleSessionTurnLeases(): Promise<StaleLease[]> {
+    return this.run(() => this.leases.listStale(this.clock()));
+  }
+
+  async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
+    const reaped = await this.run(() => this.leases.reap(conversationId, holder, this.clock()));
+    if (reaped) this.announceRelease(conversationId);
+    return reaped;
   }
 
   onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {

@@ -123,6 +123,68 @@ describe("refresh and release", () => {
   });
 });
 
+describe("stale leases and their reaping", () => {
+  it("lists dead holders on this host and expired leases, never a live one", async () => {
+    const clock = manualClock(1000);
+    const db = store.open({ now: clock.now, hostname: HOST });
+    const dead = holderOn(HOST, deadPid(), "dead");
+    await db.tryAcquireSessionTurnLease("dead", dead, { ttlSeconds: 3600 });
+    await db.tryAcquireSessionTurnLease("alive", holderOn(HOST, process.ppid, "alive"), { ttlSeconds: 3600 });
+    await db.tryAcquireSessionTurnLease("elsewhere", holderOn("other-host", deadPid(), "elsewhere"), { ttlSeconds: 10 });
+    await db.tryAcquireSessionTurnLease("short", "opaque", { ttlSeconds: 5 });
+    expect(await db.staleSessionTurnLeases()).toEqual([{ conversationId: "dead", holder: dead, reason: "dead" }]);
+    clock.advance(5);
+    expect(await db.staleSessionTurnLeases()).toEqual([
+      { conversationId: "dead", holder: dead, reason: "dead" },
+      { conversationId: "short", holder: "opaque", reason: "expired" },
+    ]);
+    // Another host's holder is stale only once its time ran out.
+    clock.advance(5);
+    expect((await db.staleSessionTurnLeases()).map((l) => l.conversationId).sort()).toEqual(["dead", "elsewhere", "short"]);
+  });
+
+  it("reaps only the holder it was found with, and only while it is still stale", async () => {
+    const clock = manualClock(1000);
+    const db = store.open({ now: clock.now, hostname: HOST });
+    // A live holder on this host is never reaped.
+    const alive = holderOn(HOST, process.ppid, "alive");
+    await db.tryAcquireSessionTurnLease("alive", alive, { ttlSeconds: 60 });
+    expect(await db.reapSessionTurnLease("alive", alive)).toBe(false);
+    // Expired, then refreshed by its holder before the reap: it stays.
+    await db.tryAcquireSessionTurnLease("slow", "slow-holder", { ttlSeconds: 5 });
+    clock.advance(6);
+    expect(await db.staleSessionTurnLeases()).toEqual([{ conversationId: "slow", holder: "slow-holder", reason: "expired" }]);
+    expect(await db.refreshSessionTurnLease("slow", "slow-holder")).toBe(true);
+    expect(await db.reapSessionTurnLease("slow", "slow-holder")).toBe(false);
+    expect((await db.getSessionTurnLease("slow"))?.holder).toBe("slow-holder");
+    // Found dead, but another holder took the lease before the reap: the new holder keeps it.
+    const dead = holderOn(HOST, deadPid(), "dead");
+    await db.tryAcquireSessionTurnLease("taken", dead, { ttlSeconds: 60 });
+    expect(await db.tryAcquireSessionTurnLease("taken", "new-holder")).toBe(true);
+    expect(await db.reapSessionTurnLease("taken", dead)).toBe(false);
+    expect((await db.getSessionTurnLease("taken"))?.holder).toBe("new-holder");
+    // Still dead and still its: reaped, once.
+    await db.tryAcquireSessionTurnLease("gone", dead, { ttlSeconds: 60 });
+    expect(await db.reapSessionTurnLease("gone", dead)).toBe(true);
+    expect(await db.getSessionTurnLease("gone")).toBeNull();
+    expect(await db.reapSessionTurnLease("gone", dead)).toBe(false);
+  });
+
+  it("a reap wakes the lease's waiters like a release", async () => {
+    const db = store.open({ hostname: HOST, pollIntervalMs: 10_000 });
+    const dead = holderOn(HOST, deadPid(), "dead");
+    // Not provably dead to the waiter's store (it names another host), so the waiter waits.
+    const waiterDb = store.open({ hostname: "elsewhere", pollIntervalMs: 10_000 });
+    await db.tryAcquireSessionTurnLease("s", dead, { ttlSeconds: 3600 });
+    const started = Date.now();
+    const admitted = waiterDb.acquireSessionTurnLease("s", "B", { waitSeconds: 5 });
+    await sleep(100);
+    expect(await db.reapSessionTurnLease("s", dead)).toBe(true);
+    expect(await admitted).toBe(true);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
+
 describe("acquireSessionTurnLease", () => {
   it("is admitted at once when free, without onWait or onContended", async () => {
     const db = store.open();
