@@ -1,12 +1,12 @@
 // SessionDB: the SQLite implementation of SessionStore. Each method is one short synchronous
 // SQLite call wrapped in an asynchronous busy retry, so a lock held by another process delays
 // callers without freezing the event loop. Lease/fence SQL lives in lease.ts.
-import { hostname as osHostname } from "node:os";
 import type { Database } from "better-sqlite3";
 import { retryWhileBusy } from "./busy-retry.js";
 import { repairToolPairing, toConversationMessage, toMessageRow } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
+import { thisHost } from "./holder.js";
 import { InboxSql } from "./inbox.js";
 import { waitForLease } from "./lease-admission.js";
 import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
@@ -43,7 +43,7 @@ export interface SessionDBOptions {
   busyTimeoutMs?: number;
   /** Fallback poll while waiting for a lease, when no wake-up comes. Default 250 ms. */
   pollIntervalMs?: number;
-  /** This machine's name as holders carry it (host=...): only holders on this host are reaped early. */
+  /** This host as holders carry it (host=..., default thisHost()): only holders on it are reaped early. */
   hostname?: string;
   /** Lease TTL when a call gives none. Default 120 s. */
   defaultTtlSeconds?: number;
@@ -114,7 +114,7 @@ export class SessionDB implements SessionStore {
 
     this.sessions = new SessionSql(this.db);
     this.messages = new MessageSql(this.db);
-    this.leases = new LeaseSql(this.db, options.hostname ?? osHostname());
+    this.leases = new LeaseSql(this.db, options.hostname ?? thisHost());
     this.inbox = new InboxSql(this.db);
     this.deliveries = new DeliverySql(this.db);
 

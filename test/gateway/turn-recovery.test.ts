@@ -1,10 +1,10 @@
 // Turn recovery on real SQLite and Redis, without workers, so the queue shows exactly what a pass
 // added: a stale lease of a conversation with pending messages gets a wake-up job of its own (the
 // dead worker's `inbox-<id>` job may still exist) and is reaped; live leases are never touched.
-import { hostname } from "node:os";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { recoveryJobId, turnJobId } from "../../src/gateway/queues.js";
+import { thisHost } from "../../src/state/index.js";
 import { TurnRecovery } from "../../src/gateway/turn-recovery.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
@@ -42,7 +42,7 @@ describe("turn recovery", () => {
   it("wakes the head of a dead holder's conversation under a job id of its own, and reaps the lease", async () => {
     const { store, queues, metrics } = gw.gateway;
     const { conversationId, inboxIds } = await pendingConversation("dead", 2);
-    const dead = holderOn(hostname(), deadPid(), "dead");
+    const dead = holderOn(thisHost(), deadPid(), "dead");
     expect(await store.tryAcquireSessionTurnLease(conversationId, dead, { ttlSeconds: 3600 })).toBe(true);
 
     expect(await recovery.runOnce()).toBe(1);
@@ -72,7 +72,7 @@ describe("turn recovery", () => {
     const { store, queues } = gw.gateway;
     const live = await pendingConversation("live", 1);
     const remote = await pendingConversation("remote", 1);
-    const liveHolder = holderOn(hostname(), process.ppid, "live");
+    const liveHolder = holderOn(thisHost(), process.ppid, "live");
     // A dead pid, but on another host it proves nothing: only expiry frees it.
     const remoteHolder = holderOn("another-machine", deadPid(), "remote");
     await store.tryAcquireSessionTurnLease(live.conversationId, liveHolder, { ttlSeconds: 3600 });
@@ -98,7 +98,7 @@ describe("turn recovery", () => {
 
   it("with nothing pending, tidies a dead holder's lease but leaves an expired one for an acquire", async () => {
     const { store, queues } = gw.gateway;
-    const dead = holderOn(hostname(), deadPid(), "idle-dead");
+    const dead = holderOn(thisHost(), deadPid(), "idle-dead");
     const expired = holderOn("another-machine", 4242, "idle-expired");
     await store.tryAcquireSessionTurnLease("idle-dead", dead, { ttlSeconds: 3600 });
     await store.tryAcquireSessionTurnLease("idle-expired", expired, { ttlSeconds: 1 });

@@ -1,6 +1,7 @@
+import { readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { makeHolder, parseHolder, SessionDBClosedError } from "../../src/state/index.js";
+import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
 import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
 
 let store: TempStore;
@@ -18,13 +19,30 @@ const holderOn = (host: string, pid: number, turn = "t") => `pid=${pid}:host=${h
 describe("holders", () => {
   it("makeHolder carries pid, host, session, an 8-character turn id and the platform", () => {
     const holder = makeHolder({ sessionId: "sess:1", platform: "slack" });
-    expect(holder).toMatch(new RegExp(`^pid=${process.pid}:host=${hostname()}:turn=sess:1:[0-9a-f]{8}:platform=slack$`));
+    expect(holder).toMatch(new RegExp(`^pid=${process.pid}:host=${thisHost()}:turn=sess:1:[0-9a-f]{8}:platform=slack$`));
     expect(makeHolder({ sessionId: "s", platform: "api", turnId: "abc", host: "web-1" })).toBe(
       `pid=${process.pid}:host=web-1:turn=s:abc:platform=api`,
     );
-    expect(parseHolder(holder)).toEqual({ pid: process.pid, host: hostname() });
+    expect(parseHolder(holder)).toEqual({ pid: process.pid, host: thisHost() });
     expect(parseHolder("pid=12:turn=x:host=spoofed")).toEqual({ pid: 12, host: null });
     expect(parseHolder("worker-7")).toBeNull();
+  });
+
+  it("names this host by its host name and, on Linux, its pid namespace: only there is a missing pid proof of death", async () => {
+    const namespace = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))?.[1];
+    expect(thisHost()).toBe(`${hostname()}/pidns-${namespace}`);
+    // A process in another pid namespace under the same host name (a container on host
+    // networking) names the bare host name, or another namespace: never reaped early from here.
+    const db = store.open();
+    const dead = deadPid();
+    for (const [index, host] of [hostname(), `${hostname()}/pidns-1`].entries()) {
+      expect(await db.tryAcquireSessionTurnLease(`other-ns-${index}`, `pid=${dead}:host=${host}:turn=t`, { ttlSeconds: 3600 })).toBe(true);
+      expect(await db.tryAcquireSessionTurnLease(`other-ns-${index}`, "B"), host).toBe(false);
+    }
+    expect(await db.staleSessionTurnLeases()).toEqual([]);
+    // The same dead pid named with this host is reaped at once.
+    expect(await db.tryAcquireSessionTurnLease("same-ns", `pid=${dead}:host=${thisHost()}:turn=t`, { ttlSeconds: 3600 })).toBe(true);
+    expect(await db.tryAcquireSessionTurnLease("same-ns", "B")).toBe(true);
   });
 });
 
