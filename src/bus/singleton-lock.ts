@@ -4,9 +4,8 @@
 // (kill -9). Every change is a compare-and-set on the holder string, so a holder that lost the
 // key can neither renew nor delete the new holder's.
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type { Redis } from "ioredis";
-import { isHolderProvablyDead } from "../state/holder.js";
+import { isHolderProvablyDead, thisHost } from "../state/holder.js";
 
 export interface SingletonLock {
   /** This process's holder string (`pid=<pid>:host=<host>:lock=<name>:<id>`). */
@@ -45,7 +44,7 @@ export class RedisSingletonLock implements SingletonLock {
     private readonly key: string,
     name: string,
     readonly ttlMs = DEFAULT_SINGLETON_TTL_MS,
-    private readonly host = hostname(),
+    private readonly host = thisHost(),
   ) {
     this.holder = holderFor(name, host);
   }
@@ -93,7 +92,7 @@ export class LocalSingletonLocks implements SingletonLocks {
 
   lock(name: string, options: { ttlMs?: number } = {}): SingletonLock {
     const holders = this.holders;
-    const holder = holderFor(name, hostname());
+    const holder = holderFor(name, thisHost());
     return {
       holder,
       ttlMs: options.ttlMs ?? DEFAULT_SINGLETON_TTL_MS,

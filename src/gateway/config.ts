@@ -22,6 +22,8 @@ export interface CoreConfig {
   compaction: { maxChars: number; keepRecent: number } | null;
   leaseTtlSeconds: number;
   leaseWaitSeconds: number;
+  /** How often a process with workers looks for turns whose holder died (turn-recovery.ts). */
+  turnRecoveryIntervalMs: number;
   shutdownTimeoutMs: number;
   turnReplyTimeoutMs: number;
   /** MCP tool servers by name; their tools are offered to turns beside the built-in ones. */

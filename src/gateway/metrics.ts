@@ -9,6 +9,7 @@ export interface GatewayMetrics {
   turnSeconds: Histogram<"platform">;
   leaseWaits: Counter;
   leaseWaitSeconds: Histogram;
+  staleLeasesReaped: Counter<"reason">;
   deliveries: Counter<"platform" | "result">;
   queueDepth: Gauge<"queue" | "state">;
   runningTurns: Gauge;
@@ -31,6 +32,7 @@ export function createMetrics(): GatewayMetrics {
     turnSeconds: new Histogram({ name: "switchboard_turn_duration_seconds", help: "Turn latency from admission to completion", labelNames: ["platform"], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] }),
     leaseWaits: new Counter({ name: "switchboard_lease_waits_total", help: "Turns that had to wait for another holder of the session lease", registers: [registry] }),
     leaseWaitSeconds: new Histogram({ name: "switchboard_lease_wait_seconds", help: "Time from the first failed lease attempt to admission", buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120], registers: [registry] }),
+    staleLeasesReaped: new Counter({ name: "switchboard_stale_leases_reaped_total", help: "Turn leases of dead (this host) or expired holders reaped by turn recovery, by reason", labelNames: ["reason"], registers: [registry] }),
     deliveries: new Counter({ name: "switchboard_deliveries_total", help: "Outbound reply deliveries by result", labelNames: ["platform", "result"], registers: [registry] }),
     queueDepth: new Gauge({ name: "switchboard_queue_jobs", help: "BullMQ jobs by queue and state", labelNames: ["queue", "state"], registers: [registry] }),
     runningTurns: new Gauge({ name: "switchboard_running_turns", help: "Turns running in this process", registers: [registry] }),

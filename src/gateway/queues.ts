@@ -1,5 +1,7 @@
 // The two BullMQ queues: turn wake-ups and outbound deliveries. Job ids are derived from the
-// durable rows ("inbox-<id>", "delivery-<id>"), so re-adding a job that exists is a no-op.
+// durable rows ("inbox-<id>", "delivery-<id>"), so re-adding a job that exists is a no-op; a
+// dead turn's wake-up also names the dead holder ("inbox-<id>-after-<hash>").
+import { createHash } from "node:crypto";
 import { Queue, type ConnectionOptions } from "bullmq";
 import { Redis, type RedisOptions } from "ioredis";
 
@@ -27,6 +29,14 @@ export interface DeliveryJobData {
 }
 
 export const turnJobId = (inboxId: number): string => `inbox-${inboxId}`;
+/**
+ * The wake-up that redoes a dead holder's turn. Not `inbox-<id>`: the dead worker's job of that id
+ * may still sit in the active list until BullMQ's lock lapses. Derived from the holder (a holder
+ * string names one turn) so every process that finds the same dead holder adds the same job;
+ * hashed, since holders contain ':' and BullMQ job ids may not.
+ */
+export const recoveryJobId = (inboxId: number, deadHolder: string): string =>
+  `inbox-${inboxId}-after-${createHash("sha256").update(deadHolder).digest("hex").slice(0, 16)}`;
 export const deliveryJobId = (deliveryId: number): string => `delivery-${deliveryId}`;
 
 export interface GatewayQueues {

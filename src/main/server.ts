@@ -35,6 +35,7 @@ import { sessionsRouter } from "../clients/sessions-api.js";
 import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { RedisSingletonLocks } from "../bus/singleton-lock.js";
+import { TurnRecovery } from "../gateway/turn-recovery.js";
 import { TurnWorkers } from "../gateway/turn-worker.js";
 import type { McpServers } from "../gateway/mcp/index.js";
 import { ToolCatalog } from "../gateway/tool-catalog.js";
@@ -187,6 +188,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       const reconciler = new Reconciler({ store, queues, ingress, deliveries: dispatcher, logger });
       reconciler.start();
       cleanups.push(() => reconciler.stop());
+      // A worker that dies mid-turn leaves its lease: its turn is redone from here, not after its job's lock lapses.
+      const recovery = new TurnRecovery({ store, queues, metrics, logger, intervalMs: config.turnRecoveryIntervalMs });
+      recovery.start();
+      cleanups.push(() => recovery.stop());
     }
 
     let server: Server | null = null;

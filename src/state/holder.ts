@@ -1,20 +1,46 @@
-// Lease holder strings: `pid=<pid>:host=<hostname>:turn=<session>:<uuid8>:platform=<platform>`.
-// The pid and host let a waiter on the same machine prove a crashed holder is gone.
+// Lease holder strings: `pid=<pid>:host=<host>:turn=<session>:<uuid8>:platform=<platform>`.
+// The pid and host let a waiter on the same machine (and pid namespace) prove a crashed holder is gone.
 import { randomUUID } from "node:crypto";
+import { readlinkSync } from "node:fs";
 import { hostname as osHostname } from "node:os";
+
+let hostOfThisProcess: string | undefined;
+
+/**
+ * This process's host as holders name it: the host name, qualified by the pid namespace where
+ * Linux shows it (`web-1/pidns-4026531836`). Only a process in the same pid namespace can prove a
+ * pid gone: two containers that share a host name (host networking) but not their pids must not
+ * take each other's live holders for dead.
+ */
+export function thisHost(): string {
+  hostOfThisProcess ??= qualifiedHost(osHostname(), pidNamespace());
+  return hostOfThisProcess;
+}
+
+function qualifiedHost(name: string, namespace: string | null): string {
+  return namespace === null ? name : `${name}/pidns-${namespace}`;
+}
+
+function pidNamespace(): string | null {
+  try {
+    return /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))?.[1] ?? null;
+  } catch {
+    return null; // not Linux, or /proc is not mounted: the host name alone
+  }
+}
 
 export interface MakeHolderInput {
   sessionId: string;
   platform: string;
   /** Defaults to 8 random hex characters. */
   turnId?: string;
-  /** Defaults to this machine's hostname; must match the store's `hostname` option to be reapable. */
+  /** Defaults to thisHost(); must match the store's `hostname` option to be reapable. */
   host?: string;
 }
 
 export function makeHolder(input: MakeHolderInput): string {
   const turnId = input.turnId ?? randomUUID().replace(/-/g, "").slice(0, 8);
-  const host = input.host ?? osHostname();
+  const host = input.host ?? thisHost();
   return `pid=${process.pid}:host=${host}:turn=${input.sessionId}:${turnId}:platform=${input.platform}`;
 }
 
@@ -36,9 +62,9 @@ export function parseHolder(holder: string): ParsedHolder | null {
 }
 
 /** True only when the holder names this host and its process no longer exists (ESRCH). */
-export function isHolderProvablyDead(holder: string, thisHost: string): boolean {
+export function isHolderProvablyDead(holder: string, localHost: string): boolean {
   const parsed = parseHolder(holder);
-  if (!parsed || parsed.host === null || parsed.host !== thisHost) return false;
+  if (!parsed || parsed.host === null || parsed.host !== localHost) return false;
   if (parsed.pid === process.pid) return false;
   try {
     process.kill(parsed.pid, 0);

@@ -5,6 +5,7 @@ import type { Database, Statement } from "better-sqlite3";
 import { TurnLeaseLostError } from "./errors.js";
 import { isHolderProvablyDead } from "./holder.js";
 import type { LeaseAttempt } from "./lease-admission.js";
+import type { StaleLease } from "./types.js";
 
 export interface LeaseRow {
   holder: string;
@@ -24,7 +25,9 @@ export class LeaseSql {
   private readonly refreshRow: Statement<[number, number | null, number | null, string, string]>;
   private readonly renewRow: Statement<[number, string, string]>;
   private readonly deleteOwnRow: Statement<[string, string]>;
+  private readonly selectAll: Statement<[], StoredLeaseRow & { conversation_id: string }>;
   private readonly acquireTransaction: (conversationId: string, holder: string, ttlSeconds: number, now: number) => LeaseAttempt;
+  private readonly reapTransaction: (conversationId: string, holder: string, now: number) => boolean;
 
   constructor(
     private readonly db: Database,
@@ -50,6 +53,8 @@ export class LeaseSql {
       "UPDATE session_turn_leases SET expires_at = ? + ttl_seconds WHERE conversation_id = ? AND holder = ?",
     );
     this.deleteOwnRow = db.prepare("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?");
+    // One row per turn running (or left by a dead one) in the deployment: small.
+    this.selectAll = db.prepare("SELECT conversation_id, holder, acquired_at, expires_at, ttl_seconds FROM session_turn_leases ORDER BY conversation_id");
 
     const acquire = db.transaction((conversationId: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt => {
       let row = this.selectRow.get(conversationId);
@@ -69,6 +74,20 @@ export class LeaseSql {
       return { acquired: false, holder: row.holder, expiresAt: row.expires_at, now };
     });
     this.acquireTransaction = (conversationId, holder, ttlSeconds, now) => acquire.immediate(conversationId, holder, ttlSeconds, now);
+
+    const reap = db.transaction((conversationId: string, holder: string, now: number): boolean => {
+      const row = this.selectRow.get(conversationId);
+      // Only the very holder found stale, and only while it still is: a refresh since, or a new
+      // holder, keeps the row.
+      if (!row || row.holder !== holder || !this.isStale(row, now)) return false;
+      this.deleteRow.run(conversationId);
+      return true;
+    });
+    this.reapTransaction = (conversationId, holder, now) => reap.immediate(conversationId, holder, now);
+  }
+
+  private isStale(row: LeaseRow, now: number): boolean {
+    return row.expires_at <= now || isHolderProvablyDead(row.holder, this.thisHost);
   }
 
   /**
@@ -93,8 +112,26 @@ export class LeaseSql {
   /** The holder of a lease that is still live: not expired and not provably dead. Read only. */
   liveHolder(conversationId: string, now: number): string | null {
     const row = this.selectRow.get(conversationId);
-    if (!row || row.expires_at <= now || isHolderProvablyDead(row.holder, this.thisHost)) return null;
+    if (!row || this.isStale(row, now)) return null;
     return row.holder;
+  }
+
+  /** Every lease an acquire would take over now (expired, or its holder provably dead). Read only. */
+  listStale(now: number): StaleLease[] {
+    const stale: StaleLease[] = [];
+    for (const row of this.selectAll.all()) {
+      if (isHolderProvablyDead(row.holder, this.thisHost)) stale.push({ conversationId: row.conversation_id, holder: row.holder, reason: "dead" });
+      else if (row.expires_at <= now) stale.push({ conversationId: row.conversation_id, holder: row.holder, reason: "expired" });
+    }
+    return stale;
+  }
+
+  /**
+   * One BEGIN IMMEDIATE transaction: delete the lease when `holder` still holds it and it is still
+   * stale (the same test an acquire applies). True when a row was deleted.
+   */
+  reap(conversationId: string, holder: string, now: number): boolean {
+    return this.reapTransaction(conversationId, holder, now);
   }
 
   get(conversationId: string): LeaseRow | null {

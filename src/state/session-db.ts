@@ -1,12 +1,12 @@
 // SessionDB: the SQLite implementation of SessionStore. Each method is one short synchronous
 // SQLite call wrapped in an asynchronous busy retry, so a lock held by another process delays
 // callers without freezing the event loop. Lease/fence SQL lives in lease.ts.
-import { hostname as osHostname } from "node:os";
 import type { Database } from "better-sqlite3";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
 import { repairToolPairing, toConversationMessage, toMessageRow } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
+import { thisHost } from "./holder.js";
 import { InboxSql } from "./inbox.js";
 import { waitForLease } from "./lease-admission.js";
 import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
@@ -35,6 +35,7 @@ import type {
   SessionRow,
   SessionStore,
   SessionSummary,
+  StaleLease,
 } from "./types.js";
 
 export interface SessionDBOptions extends StoreOptions {
@@ -100,7 +101,7 @@ export class SessionDB implements SessionStore {
 
     this.sessions = new SessionSql(this.db);
     this.messages = new MessageSql(this.db);
-    this.leases = new LeaseSql(this.db, options.hostname ?? osHostname());
+    this.leases = new LeaseSql(this.db, options.hostname ?? thisHost());
     this.inbox = new InboxSql(this.db);
     this.deliveries = new DeliverySql(this.db);
 
@@ -273,7 +274,11 @@ export class SessionDB implements SessionStore {
       const conversationId = this.sessions.conversationIdOf(sessionId);
       return { conversationId, released: this.leases.release(conversationId, holder) };
     });
-    if (!released) return;
+    if (released) this.announceRelease(conversationId);
+  }
+
+  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
+  private announceRelease(conversationId: string): void {
     wakeLocalWaiters(this.fileKey, conversationId);
     try {
       this.notifier?.publishRelease(conversationId);
@@ -284,6 +289,16 @@ export class SessionDB implements SessionStore {
 
   async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
     return this.run(() => this.leases.liveHolder(this.sessions.conversationIdOf(sessionId), this.clock()));
+  }
+
+  async staleSessionTurnLeases(): Promise<StaleLease[]> {
+    return this.run(() => this.leases.listStale(this.clock()));
+  }
+
+  async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
+    const reaped = await this.run(() => this.leases.reap(conversationId, holder, this.clock()));
+    if (reaped) this.announceRelease(conversationId);
+    return reaped;
   }
 
   onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {

@@ -7,7 +7,7 @@ export interface StoreOptions {
   notifier?: LeaseReleaseNotifier;
   /** Fallback poll while waiting for a lease, when no wake-up comes. Default 250 ms. */
   pollIntervalMs?: number;
-  /** This machine's name as holders carry it (host=...): only holders on this host are reaped early. */
+  /** This host as holders carry it (host=..., default thisHost()): only holders on it are reaped early. */
   hostname?: string;
   /** Lease TTL when a call gives none. Default 120 s. */
   defaultTtlSeconds?: number;

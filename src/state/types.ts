@@ -91,6 +91,14 @@ export interface ConversationReadOptions {
   includeRowIds?: boolean;
 }
 
+/** A turn lease that may be taken over now, and the holder it was found with. */
+export interface StaleLease {
+  conversationId: string;
+  holder: string;
+  /** `dead`: its holder is a process on this host that is gone; `expired`: its time ran out. */
+  reason: "dead" | "expired";
+}
+
 export interface LeaseAcquireOptions {
   /** Lease time to live; a holder must refresh before it runs out. */
   ttlSeconds?: number;
@@ -305,6 +313,17 @@ export interface SessionStore extends InboxStore, DeliveryStore {
    * before its release, so this is the moment to read it.
    */
   onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void;
+  /**
+   * The leases an acquire would take over now: expired, or held by a process on this host that
+   * is provably gone. A dead worker's turn is found here without waiting for its queue job.
+   */
+  staleSessionTurnLeases(): Promise<StaleLease[]>;
+  /**
+   * Delete a conversation's lease if `holder` still holds it and it is still stale (the acquire's
+   * test, in one transaction: a live holder is never reaped); wakes its waiters like a release.
+   * True when the row was deleted.
+   */
+  reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean>;
   getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null>;
 
   close(): Promise<void>;

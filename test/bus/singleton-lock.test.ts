@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { hostname } from "node:os";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSingletonLocks, RedisSingletonLocks } from "../../src/bus/singleton-lock.js";
+import { thisHost } from "../../src/state/holder.js";
 import { newRedisClient, uniquePrefix } from "../support/redis.js";
 
 /** The pid of a process that has exited (and been reaped): provably dead. */
@@ -51,12 +51,12 @@ describe("RedisSingletonLock", () => {
     const locks = new RedisSingletonLocks(redis, prefix);
     const mine = locks.lock("poller");
 
-    await redis.set(key, `pid=${process.ppid}:host=${hostname()}:lock=poller:live`, "PX", 60_000);
+    await redis.set(key, `pid=${process.ppid}:host=${thisHost()}:lock=poller:live`, "PX", 60_000);
     expect(await mine.tryAcquire()).toBe(false);
     await redis.set(key, `pid=${deadPid()}:host=some-other-host:lock=poller:remote`, "PX", 60_000);
     expect(await mine.tryAcquire()).toBe(false);
 
-    await redis.set(key, `pid=${deadPid()}:host=${hostname()}:lock=poller:dead`, "PX", 60_000);
+    await redis.set(key, `pid=${deadPid()}:host=${thisHost()}:lock=poller:dead`, "PX", 60_000);
     expect(await mine.tryAcquire()).toBe(true);
     expect(await redis.get(key)).toBe(mine.holder);
     expect(await redis.pttl(key)).toBeGreaterThan(mine.ttlMs - 5_000);

@@ -20,6 +20,8 @@ describe("configuration", () => {
       slack: null,
       discord: null,
       bodyLimitBytes: 1024 * 1024,
+      leaseTtlSeconds: 60,
+      turnRecoveryIntervalMs: 1_000,
     });
   });
 
@@ -28,6 +30,8 @@ describe("configuration", () => {
     expect(() => loadConfig({ WORKER_CONCURRENCY: "0" })).toThrow(/WORKER_CONCURRENCY/);
     expect(() => loadConfig({ LLM_BASE_URL: "not a url" })).toThrow(/LLM_BASE_URL/);
     expect(() => loadConfig({ SLACK_SIGNING_SECRET: "s" })).toThrow(/SLACK_BOT_TOKEN/);
+    expect(() => loadConfig({ TURN_RECOVERY_INTERVAL_MS: "50" })).toThrow(/^TURN_RECOVERY_INTERVAL_MS: /);
+    expect(loadConfig({ TURN_RECOVERY_INTERVAL_MS: "250" }).turnRecoveryIntervalMs).toBe(250);
   });
 
   it("DATABASE_URL selects PostgreSQL with DATABASE_SCHEMA (default 'switchboard'); a bad value is named, never echoed", () => {

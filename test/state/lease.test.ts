@@ -1,6 +1,7 @@
+import { readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { makeHolder, parseHolder, SessionDBClosedError } from "../../src/state/index.js";
+import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
 import { storeBackends, type TestStore } from "../support/store-backends.js";
 import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
 
@@ -10,13 +11,32 @@ const holderOn = (host: string, pid: number, turn = "t") => `pid=${pid}:host=${h
 describe("holders", () => {
   it("makeHolder carries pid, host, session, an 8-character turn id and the platform", () => {
     const holder = makeHolder({ sessionId: "sess:1", platform: "slack" });
-    expect(holder).toMatch(new RegExp(`^pid=${process.pid}:host=${hostname()}:turn=sess:1:[0-9a-f]{8}:platform=slack$`));
+    expect(holder).toMatch(new RegExp(`^pid=${process.pid}:host=${thisHost()}:turn=sess:1:[0-9a-f]{8}:platform=slack$`));
     expect(makeHolder({ sessionId: "s", platform: "api", turnId: "abc", host: "web-1" })).toBe(
       `pid=${process.pid}:host=web-1:turn=s:abc:platform=api`,
     );
-    expect(parseHolder(holder)).toEqual({ pid: process.pid, host: hostname() });
+    expect(parseHolder(holder)).toEqual({ pid: process.pid, host: thisHost() });
     expect(parseHolder("pid=12:turn=x:host=spoofed")).toEqual({ pid: 12, host: null });
     expect(parseHolder("worker-7")).toBeNull();
+  });
+
+  it("names this host by its host name and, on Linux, its pid namespace: only there is a missing pid proof of death", async () => {
+    const namespace = /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))?.[1];
+    expect(thisHost()).toBe(`${hostname()}/pidns-${namespace}`);
+    // A process in another pid namespace under the same host name (a container on host
+    // networking) names the bare host name, or another namespace: never reaped early from here.
+    const sqlite = tempStore("sb-lease-host");
+    const db = sqlite.open();
+    const dead = deadPid();
+    for (const [index, host] of [hostname(), `${hostname()}/pidns-1`].entries()) {
+      expect(await db.tryAcquireSessionTurnLease(`other-ns-${index}`, `pid=${dead}:host=${host}:turn=t`, { ttlSeconds: 3600 })).toBe(true);
+      expect(await db.tryAcquireSessionTurnLease(`other-ns-${index}`, "B"), host).toBe(false);
+    }
+    expect(await db.staleSessionTurnLeases()).toEqual([]);
+    // The same dead pid named with this host is reaped at once.
+    expect(await db.tryAcquireSessionTurnLease("same-ns", `pid=${dead}:host=${thisHost()}:turn=t`, { ttlSeconds: 3600 })).toBe(true);
+    expect(await db.tryAcquireSessionTurnLease("same-ns", "B")).toBe(true);
+    await sqlite.cleanup();
   });
 });
 
@@ -130,6 +150,68 @@ describe.each(storeBackends)("lease on $name", (backend) => {
       await db.releaseSessionTurnLease("s", "A");
       expect(await db.getSessionTurnLease("s")).toBeNull();
       expect(await db.tryAcquireSessionTurnLease("s", "B")).toBe(true);
+    });
+  });
+
+  describe("stale leases and their reaping", () => {
+    it("lists dead holders on this host and expired leases, never a live one", async () => {
+      const clock = manualClock(1000);
+      const db = await store.open({ now: clock.now, hostname: HOST });
+      const dead = holderOn(HOST, deadPid(), "dead");
+      await db.tryAcquireSessionTurnLease("dead", dead, { ttlSeconds: 3600 });
+      await db.tryAcquireSessionTurnLease("alive", holderOn(HOST, process.ppid, "alive"), { ttlSeconds: 3600 });
+      await db.tryAcquireSessionTurnLease("elsewhere", holderOn("other-host", deadPid(), "elsewhere"), { ttlSeconds: 10 });
+      await db.tryAcquireSessionTurnLease("short", "opaque", { ttlSeconds: 5 });
+      expect(await db.staleSessionTurnLeases()).toEqual([{ conversationId: "dead", holder: dead, reason: "dead" }]);
+      clock.advance(5);
+      expect(await db.staleSessionTurnLeases()).toEqual([
+        { conversationId: "dead", holder: dead, reason: "dead" },
+        { conversationId: "short", holder: "opaque", reason: "expired" },
+      ]);
+      // Another host's holder is stale only once its time ran out.
+      clock.advance(5);
+      expect((await db.staleSessionTurnLeases()).map((l) => l.conversationId).sort()).toEqual(["dead", "elsewhere", "short"]);
+    });
+
+    it("reaps only the holder it was found with, and only while it is still stale", async () => {
+      const clock = manualClock(1000);
+      const db = await store.open({ now: clock.now, hostname: HOST });
+      // A live holder on this host is never reaped.
+      const alive = holderOn(HOST, process.ppid, "alive");
+      await db.tryAcquireSessionTurnLease("alive", alive, { ttlSeconds: 60 });
+      expect(await db.reapSessionTurnLease("alive", alive)).toBe(false);
+      // Expired, then refreshed by its holder before the reap: it stays.
+      await db.tryAcquireSessionTurnLease("slow", "slow-holder", { ttlSeconds: 5 });
+      clock.advance(6);
+      expect(await db.staleSessionTurnLeases()).toEqual([{ conversationId: "slow", holder: "slow-holder", reason: "expired" }]);
+      expect(await db.refreshSessionTurnLease("slow", "slow-holder")).toBe(true);
+      expect(await db.reapSessionTurnLease("slow", "slow-holder")).toBe(false);
+      expect((await db.getSessionTurnLease("slow"))?.holder).toBe("slow-holder");
+      // Found dead, but another holder took the lease before the reap: the new holder keeps it.
+      const dead = holderOn(HOST, deadPid(), "dead");
+      await db.tryAcquireSessionTurnLease("taken", dead, { ttlSeconds: 60 });
+      expect(await db.tryAcquireSessionTurnLease("taken", "new-holder")).toBe(true);
+      expect(await db.reapSessionTurnLease("taken", dead)).toBe(false);
+      expect((await db.getSessionTurnLease("taken"))?.holder).toBe("new-holder");
+      // Still dead and still its: reaped, once.
+      await db.tryAcquireSessionTurnLease("gone", dead, { ttlSeconds: 60 });
+      expect(await db.reapSessionTurnLease("gone", dead)).toBe(true);
+      expect(await db.getSessionTurnLease("gone")).toBeNull();
+      expect(await db.reapSessionTurnLease("gone", dead)).toBe(false);
+    });
+
+    it("a reap wakes the lease's waiters like a release", async () => {
+      const db = await store.open({ hostname: HOST, pollIntervalMs: 10_000 });
+      const dead = holderOn(HOST, deadPid(), "dead");
+      // Not provably dead to the waiter's store (it names another host), so the waiter waits.
+      const waiterDb = await store.open({ hostname: "elsewhere", pollIntervalMs: 10_000 });
+      await db.tryAcquireSessionTurnLease("s", dead, { ttlSeconds: 3600 });
+      const started = Date.now();
+      const admitted = waiterDb.acquireSessionTurnLease("s", "B", { waitSeconds: 5 });
+      await sleep(100);
+      expect(await db.reapSessionTurnLease("s", dead)).toBe(true);
+      expect(await admitted).toBe(true);
+      expect(Date.now() - started).toBeLessThan(2_000);
     });
   });
 

@@ -1,5 +1,5 @@
 // Start gateways for tests: in this process (startGateway) or as real OS processes (the CLI).
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { pino } from "pino";
 import { loadConfig, type GatewayConfig } from "../../src/main/config.js";
@@ -67,8 +67,16 @@ const CLI = join(import.meta.dirname, "..", "..", "src", "main", "cli.ts");
  * Run `switchboard <args>` as its own OS process, the way a user starts it (tests and benchmarks
  * share this). Resolves once it printed its ready line.
  */
-export async function spawnGatewayProcess(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+export async function spawnGatewayProcess(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  options: { hostname?: string } = {},
+): Promise<GatewayProcess> {
+  const node = [process.execPath, "--import", "tsx", CLI, ...args];
+  // Another host name: a UTS namespace of its own (unshare execs in place, so the pid is node's).
+  const [command, ...commandArgs] = options.hostname ? [...otherHostPrefix(options.hostname), ...node] : node;
+  const child = spawn(command, commandArgs, {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -117,6 +125,20 @@ export async function spawnGatewayProcess(args: string[], env: Record<string, st
       }
     },
   };
+}
+
+/**
+ * The command prefix that runs a program under another host name, as if on another machine (same
+ * pid namespace, so a test can still kill it): `unshare --uts` as root, else in a user namespace.
+ * Throws, with the fix, when neither works here.
+ */
+export function otherHostPrefix(hostname: string): string[] {
+  const setName = ["sh", "-c", 'hostname "$0" && exec "$@"', hostname];
+  for (const unshare of [["unshare", "--uts"], ["unshare", "--user", "--map-root-user", "--uts"]]) {
+    const probe = spawnSync(unshare[0], [...unshare.slice(1), ...setName, "true"], { stdio: "ignore" });
+    if (probe.status === 0) return [...unshare, ...setName];
+  }
+  throw new Error("running a process under another host name needs `unshare --uts` (util-linux): run the tests as root, or enable unprivileged user namespaces");
 }
 
 /** Poll until `fn` returns a truthy value, or fail after `timeoutMs`. */

@@ -6,6 +6,7 @@ import type pg from "pg";
 import { TurnLeaseLostError } from "../errors.js";
 import { isHolderProvablyDead } from "../holder.js";
 import type { LeaseAttempt } from "../lease-admission.js";
+import type { StaleLease } from "../types.js";
 import { clockSql, type Queryable } from "./connection.js";
 
 export interface LeaseRow {
@@ -53,6 +54,8 @@ const REFRESH = `
    WHERE conversation_id = $1 AND holder = $2`;
 const RENEW = `UPDATE session_turn_leases SET expires_at = ${clockSql(3)} + ttl_seconds WHERE conversation_id = $1 AND holder = $2`;
 const DELETE_OWN = "DELETE FROM session_turn_leases WHERE conversation_id = $1 AND holder = $2";
+// One row per turn running (or left by a dead one) in the deployment: small.
+const SELECT_ALL_WITH_CLOCK = `SELECT conversation_id, holder, expires_at, ${clockSql(1)} AS now FROM session_turn_leases ORDER BY conversation_id`;
 
 interface AcquireOutcome {
   acquired: boolean;
@@ -110,6 +113,28 @@ export class PgLeaseSql {
     const row = (await db.query<LeaseWithClock>(SELECT_WITH_CLOCK, [key, now])).rows[0];
     if (!row || row.expires_at <= row.now || isHolderProvablyDead(row.holder, this.thisHost)) return null;
     return row.holder;
+  }
+
+  /** Every lease an acquire would take over now (expired, or its holder provably dead). Read only. */
+  async listStale(db: Queryable, now: number | null): Promise<StaleLease[]> {
+    const rows = (await db.query<LeaseWithClock & { conversation_id: string }>(SELECT_ALL_WITH_CLOCK, [now])).rows;
+    const stale: StaleLease[] = [];
+    for (const row of rows) {
+      if (isHolderProvablyDead(row.holder, this.thisHost)) stale.push({ conversationId: row.conversation_id, holder: row.holder, reason: "dead" });
+      else if (row.expires_at <= row.now) stale.push({ conversationId: row.conversation_id, holder: row.holder, reason: "expired" });
+    }
+    return stale;
+  }
+
+  /**
+   * Call inside a transaction: delete the lease when `holder` still holds it and it is still stale
+   * (the row is locked first, so a refresh or a takeover in between wins). True when deleted.
+   */
+  async reap(db: Queryable, key: string, holder: string, now: number | null): Promise<boolean> {
+    const row = (await db.query<LeaseWithClock>(SELECT_FOR_UPDATE, [key, now])).rows[0];
+    if (!row || row.holder !== holder) return false;
+    if (row.expires_at > row.now && !isHolderProvablyDead(row.holder, this.thisHost)) return false;
+    return ((await db.query(DELETE_OWN, [key, holder])).rowCount ?? 0) > 0;
   }
 
   async get(db: Queryable, key: string): Promise<LeaseRow | null> {

@@ -2,10 +2,10 @@
 // the SQLite SessionDB: the lease and its fence in transactions with the database's clock, the
 // inbox's permanent uniqueness, the compression lineage, the deliveries ledger. Lease and fence
 // SQL lives in lease.ts; the waiting loop and the in-process wake-ups are shared with SQLite.
-import { hostname as osHostname } from "node:os";
 import type pg from "pg";
 import { repairToolPairing, toConversationMessage, toMessageRow } from "../conversation.js";
 import { SessionDBClosedError, UnknownSessionError } from "../errors.js";
+import { thisHost } from "../holder.js";
 import { waitForLease } from "../lease-admission.js";
 import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "../lease-wakeups.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "../store-options.js";
@@ -27,6 +27,7 @@ import type {
   SessionRow,
   SessionStore,
   SessionSummary,
+  StaleLease,
 } from "../types.js";
 import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransaction, isTransientPgError } from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
@@ -99,7 +100,7 @@ export class PostgresStore implements SessionStore {
   ) {
     this.storeKey = describeDatabase(options.connectionString, schema);
     this.sessions = new PgSessionSql(schema);
-    this.leases = new PgLeaseSql(options.hostname ?? osHostname());
+    this.leases = new PgLeaseSql(options.hostname ?? thisHost());
     this.pollIntervalMs = options.pollIntervalMs ?? STORE_DEFAULTS.pollIntervalMs;
     this.defaultTtlSeconds = options.defaultTtlSeconds ?? STORE_DEFAULTS.defaultTtlSeconds;
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? STORE_DEFAULTS.defaultWaitSeconds;
@@ -263,7 +264,21 @@ export class PostgresStore implements SessionStore {
   async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
     const conversationId = await this.conversationIdOf(sessionId);
     const released = await this.run((db) => this.leases.release(db, conversationId, holder));
-    if (!released) return;
+    if (released) this.announceRelease(conversationId);
+  }
+
+  async staleSessionTurnLeases(): Promise<StaleLease[]> {
+    return this.run((db) => this.leases.listStale(db, this.now()));
+  }
+
+  async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
+    const reaped = await this.transaction((client) => this.leases.reap(client, conversationId, holder, this.now()));
+    if (reaped) this.announceRelease(conversationId);
+    return reaped;
+  }
+
+  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
+  private announceRelease(conversationId: string): void {
     wakeLocalWaiters(this.storeKey, conversationId);
     try {
       this.notifier?.publishRelease(conversationId);

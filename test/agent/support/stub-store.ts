@@ -14,6 +14,7 @@ import type {
   SessionRow,
   SessionStore,
   SessionSummary,
+  StaleLease,
 } from "../../../src/state/types.js";
 
 export type StubEvent =
@@ -136,6 +137,8 @@ export class StubStore implements SessionStore {
   liveSessionTurnLeaseHolder(): Promise<string | null> { return notUsed("liveSessionTurnLeaseHolder"); }
   sessionKeysWithPrefix(): Promise<string[]> { return notUsed("sessionKeysWithPrefix"); }
   onSessionTurnLeaseReleased(): () => void { return notUsed("onSessionTurnLeaseReleased"); }
+  staleSessionTurnLeases(): Promise<StaleLease[]> { return notUsed("staleSessionTurnLeases"); }
+  reapSessionTurnLease(): Promise<boolean> { return notUsed("reapSessionTurnLease"); }
   listUnsentDeliveries(): Promise<DeliveryRow[]> { return notUsed("listUnsentDeliveries"); }
   deliveriesForSession(): Promise<DeliveryRow[]> { return notUsed("deliveriesForSession"); }
   recordDeliveryReceipt(): Promise<DeliveryRow | null> { return notUsed("recordDeliveryReceipt"); }
