@@ -63,7 +63,15 @@ export interface AdmittedInput {
   messages: AdmittedUserInput[];
   /** What the turn's last fenced flush records beside its messages (inbox completion, delivery rows). */
   endRecords?: EndRecordsFor;
+  /**
+   * Busy mode 'steer': called under the lease before each model step after the first; the inputs
+   * it returns join this turn at that point (stored, fenced, before the model call). The caller
+   * makes `endRecords` cover them from then on. Empty when nothing new arrived.
+   */
+  steer?: SteerFn;
 }
+
+export type SteerFn = () => Promise<AdmittedUserInput[]>;
 
 export type EndRecordsFor = (outcome: { status: TurnOutcomeStatus; finalResponse: string }) => TurnEndRecords;
 
@@ -125,6 +133,8 @@ export interface TurnContext {
   userMessages: ConversationMessage[];
   /** Present when the gateway asked for end records on the last flush. */
   endRecords: EndRecordsFor | null;
+  /** Present in busy mode 'steer': new inputs for the running turn, asked for before each later model step. */
+  steer?: SteerFn | null;
 }
 
 export type RunLoop = (

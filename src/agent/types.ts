@@ -46,6 +46,8 @@ export interface ModelProvider {
 export type AgentEventKind =
   | "turn.waiting"
   | "turn.started"
+  /** Inputs that arrived while the turn ran joined it before a model step (busy mode 'steer'). */
+  | "turn.steered"
   | "status"
   | "delta"
   | "tool.started"

@@ -1,7 +1,7 @@
 // The settings the core runs with. The composition root (main/config.ts) loads them from the
 // environment and the YAML file, with the adapters' and clients' sections beside them.
 
-export const BUSY_MODES = ["queue", "interrupt", "collect"] as const;
+export const BUSY_MODES = ["queue", "interrupt", "collect", "steer"] as const;
 export type BusyMode = (typeof BUSY_MODES)[number];
 
 export interface CoreConfig {

@@ -4,7 +4,7 @@
 import { Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { Agent, createBuiltinTools, type AdmittedInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
+import { Agent, createBuiltinTools, type AdmittedInput, type AdmittedUserInput, type ToolRegistry, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
 import type { InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "../bus/types.js";
@@ -214,20 +214,46 @@ export class TurnWorkers {
     });
   }
 
-  /** Under the lease: the head of the inbox (all pending, up to a cap, in collect mode) is this turn's input. */
+  /**
+   * Under the lease: the head of the inbox (all pending, up to a cap, in collect mode) is this
+   * turn's input. In steer mode, rows that arrive while it runs join it before its later model
+   * steps (steerIn); the turn's end records then complete them too.
+   */
   private async admitHead(conversationId: string, mode: BusyMode, sessionId: string, state: TurnState): Promise<AdmittedInput | null> {
     const { store, config } = this.deps;
     const head = await store.pendingInbox(conversationId, mode === "collect" ? config.collectMaxMessages : 1);
     if (head.length === 0) return null;
-    state.inboxIds = head.map((r) => r.id);
-    const last = head[head.length - 1];
-    const target = inboundOf(last).replyTarget;
-    if (target) state.stream = this.deps.openStream?.(last.platform, target) ?? null;
+    /** Every row this turn answers: the head, then the steered ones. */
+    const answered = [...head];
+    state.inboxIds = answered.map((r) => r.id);
+    // The reply goes where the head's last message asked for it (the stream was opened there).
+    const replyRow = head[head.length - 1];
+    const target = inboundOf(replyRow).replyTarget;
+    if (target) state.stream = this.deps.openStream?.(replyRow.platform, target) ?? null;
     await this.ensureSessionRow(sessionId, head[0]);
     return {
       messages: head.map((r) => userMessageOf(r)),
-      endRecords: ({ status, finalResponse }) => this.endRecords(head, sessionId, status, finalResponse),
+      endRecords: ({ status, finalResponse }) => this.endRecords(answered, replyRow, sessionId, status, finalResponse),
+      ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
     };
+  }
+
+  /**
+   * Busy mode 'steer', under the turn's lease (so no other turn takes these rows): the pending rows
+   * that are not this turn's yet join it. Their jobs find them consumed once the turn has recorded
+   * its outcome; a row still pending when the turn ends (it ended first) runs as the next turn.
+   */
+  private async steerIn(conversationId: string, answered: InboxRow[], state: TurnState): Promise<AdmittedUserInput[]> {
+    const cap = this.deps.config.collectMaxMessages;
+    const taken = new Set(answered.map((r) => r.id));
+    const pending = await this.deps.store.pendingInbox(conversationId, answered.length + cap);
+    // A command row is pending only for the moment ingress takes to answer it: never a turn's input.
+    const fresh = pending.filter((r) => !taken.has(r.id) && !r.payload.command).slice(0, cap);
+    if (fresh.length === 0) return [];
+    answered.push(...fresh);
+    // A new array: events already handed to the bus keep the ids they were published with.
+    state.inboxIds = answered.map((r) => r.id);
+    return fresh.map((r) => userMessageOf(r));
   }
 
   /** Metrics, retry decisions, the streamed message and the reply's delivery. */
@@ -262,13 +288,12 @@ export class TurnWorkers {
     return rows.some((r) => r?.status === "pending");
   }
 
-  private endRecords(head: InboxRow[], sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): TurnEndRecords {
-    const last = head[head.length - 1];
-    const inbound = inboundOf(last);
-    const sends = this.deps.sendingPlatforms().has(last.platform) && inbound.replyTarget && finalResponse;
+  private endRecords(answered: InboxRow[], replyRow: InboxRow, sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): TurnEndRecords {
+    const inbound = inboundOf(replyRow);
+    const sends = this.deps.sendingPlatforms().has(replyRow.platform) && inbound.replyTarget && finalResponse;
     return {
-      completeInbox: { ids: head.map((r) => r.id), reply: finalResponse, status },
-      deliveries: sends ? [{ platform: last.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: last.id }] : [],
+      completeInbox: { ids: answered.map((r) => r.id), reply: finalResponse, status },
+      deliveries: sends ? [{ platform: replyRow.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: replyRow.id }] : [],
     };
   }
 
@@ -299,7 +324,7 @@ export class TurnWorkers {
   }
 }
 
-function userMessageOf(row: InboxRow): { text: string; apiText: string | null; timestamp: number; platformMessageId: string; displayKind: string | null; displayMetadata: Record<string, unknown> | null } {
+function userMessageOf(row: InboxRow): AdmittedUserInput {
   const inbound = inboundOf(row);
   return {
     text: inbound.text,

@@ -39,11 +39,14 @@ describe("configuration", () => {
     const temp = makeTempDir("sb-config");
     try {
       const good = join(temp.dir, "good.yaml");
-      writeFileSync(good, "webhooks:\n  gh:\n    secret: s3cret\n    style: github\n    reply: sync\nbusy_modes:\n  slack: interrupt\n");
+      writeFileSync(good, "webhooks:\n  gh:\n    secret: s3cret\n    style: github\n    reply: sync\nbusy_modes:\n  slack: interrupt\n  discord: steer\n");
       const config = loadConfig({ SWITCHBOARD_CONFIG: good });
       expect(config.webhooks.gh).toMatchObject({ secret: "s3cret", style: "github", reply: "sync" });
       expect(busyModeFor(config, "slack")).toBe("interrupt");
-      expect(busyModeFor(config, "discord")).toBe("queue");
+      expect(busyModeFor(config, "discord")).toBe("steer");
+      expect(busyModeFor(config, "webhook")).toBe("queue");
+      expect(loadConfig({ BUSY_MODE: "steer" }).defaultBusyMode).toBe("steer");
+      expect(() => loadConfig({ BUSY_MODE: "steering" })).toThrow(/BUSY_MODE/);
 
       const bad = join(temp.dir, "bad.yaml");
       writeFileSync(bad, "webhooks:\n  gh:\n    secret: s\n    style: gitlab\n");

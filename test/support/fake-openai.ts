@@ -6,7 +6,8 @@
 // In-process:  const fake = await startFakeOpenAI({ apiKey: "k" }); new OpenAI({ baseURL: fake.url, apiKey: "k" })
 // Standalone:  node --import tsx test/support/fake-openai.ts --port 0 --api-key k [--slow-chunks 50 --chunk-delay-ms 100]
 //              prints its base URL (…/v1) as the first stdout line. Other processes can script it
-//              through POST /_fake/enqueue, POST /_fake/default and GET /_fake/state (same bearer key).
+//              through POST /_fake/enqueue, POST /_fake/default, POST /_fake/release ({name}) and
+//              GET /_fake/state (same bearer key).
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { timingSafeEqual } from "node:crypto";
@@ -28,9 +29,11 @@ export interface ScriptedToolCall {
 
 /** One scripted answer. `delayMs` waits before the response starts (before headers). */
 export type ScriptedResponse =
-  | { kind: "text"; text: string; chunks?: string[]; chunkDelayMs?: number; finishReason?: string; delayMs?: number }
+  | { kind: "text"; text: string; chunks?: string[]; chunkDelayMs?: number; finishReason?: string; delayMs?: number; holdUntil?: string }
   | {
       kind: "tool_calls";
+      /** Send everything but the end of the response, then wait until `release(holdUntil)` (or the client leaves). */
+      holdUntil?: string;
       calls: ScriptedToolCall[];
       content?: string;
       /** Split streamed arguments into pieces of this many characters. Default 8. */
@@ -76,6 +79,26 @@ export interface RecordedRequest {
   aborted: boolean;
 }
 
+/** One message of a recorded chat completion request, as the client sent it. */
+export interface RecordedMessage {
+  role: string;
+  /** A string, or content parts (`{type: "text", text}`, `{type: "image_url", image_url: {url}}`). */
+  content?: unknown;
+  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+/** The messages a recorded chat completion request carried (empty for other requests). */
+export function messagesOf(request: RecordedRequest): RecordedMessage[] {
+  const body = request.body as { messages?: unknown } | undefined;
+  return Array.isArray(body?.messages) ? (body.messages as RecordedMessage[]) : [];
+}
+
+/** A message's text: the string content, or its text parts joined. */
+export function textOfMessage(message: RecordedMessage): string {
+  return textOf(message.content);
+}
+
 export interface FakeOpenAIStats {
   /** Streams the client closed before `[DONE]`. */
   abortedStreams: number;
@@ -105,6 +128,8 @@ export interface FakeOpenAI {
   completionRequests(): RecordedRequest[];
   enqueue(...responses: ScriptedResponse[]): void;
   setDefault(response: ScriptedResponse): void;
+  /** Let responses scripted with `holdUntil: name` finish (now and from then on). */
+  release(name: string): void;
   /** Resolves once `predicate()` holds (checked on every request and stream event), or rejects after `timeoutMs`. */
   waitFor(predicate: () => boolean, timeoutMs?: number, what?: string): Promise<void>;
   close(): Promise<void>;
@@ -138,6 +163,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions): Promise<FakeO
     setDefault: (response) => {
       state.defaultResponse = response;
     },
+    release: (name) => state.release(name),
     waitFor: (predicate, timeoutMs = 5_000, what = "condition") => state.waitFor(predicate, timeoutMs, what),
     close: async () => {
       state.closing = true;
@@ -155,6 +181,7 @@ class FakeState {
   defaultResponse: ScriptedResponse;
   closing = false;
   private readonly listeners = new Set<() => void>();
+  private readonly released = new Set<string>();
   private readonly key: Buffer;
   private counter = 0;
 
@@ -165,6 +192,28 @@ class FakeState {
 
   changed(): void {
     for (const listener of [...this.listeners]) listener();
+  }
+
+  release(name: string): void {
+    this.released.add(name);
+    this.changed();
+  }
+
+  /** Until `release(name)`, the server closes, or the response's connection closes. */
+  private hold(name: string | undefined, res: ServerResponse): Promise<void> {
+    if (name === undefined || this.released.has(name) || res.destroyed) return Promise.resolve();
+    return new Promise((done) => {
+      const check = (): void => {
+        if (this.released.has(name) || this.closing || res.destroyed) finish();
+      };
+      const finish = (): void => {
+        this.listeners.delete(check);
+        res.off("close", finish);
+        done();
+      };
+      this.listeners.add(check);
+      res.once("close", finish);
+    });
   }
 
   waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -253,6 +302,7 @@ class FakeState {
     record.stream = request.stream === true;
     const script = this.queue.shift() ?? this.defaultResponse;
     record.answeredWith = script.kind;
+    this.changed();
     await this.answer(res, request, script);
   }
 
@@ -285,6 +335,7 @@ class FakeState {
       if (plan.stall) return waitOrClosed(Number.POSITIVE_INFINITY, res);
       const total = plan.chunkDelayMs * Math.max(0, plan.pieces.length - 1);
       if (total) await waitOrClosed(total, res);
+      await this.hold(plan.holdUntil, res);
       if (res.destroyed) return;
       sendJson(res, 200, completionBody(meta, plan, usageFor(request, plan)));
     }
@@ -331,6 +382,8 @@ class FakeState {
       send(piece);
     }
     if (plan.stall) return waitOrClosed(Number.POSITIVE_INFINITY, res);
+    await this.hold(plan.holdUntil, res);
+    if (res.destroyed) return;
     send({}, plan.finishReason);
     if (includeUsage) {
       const usage = usageFor(request, plan);
@@ -361,6 +414,10 @@ class FakeState {
       this.queue.push(...(Array.isArray(body) ? (body as ScriptedResponse[]) : [body as ScriptedResponse]));
       return sendJson(res, 200, { queued: this.queue.length });
     }
+    if (route === "POST /_fake/release" && isObject(body) && typeof body.name === "string") {
+      this.release(body.name);
+      return sendJson(res, 200, { ok: true });
+    }
     if (route === "POST /_fake/default") {
       this.defaultResponse = body as ScriptedResponse;
       return sendJson(res, 200, { ok: true });
@@ -380,12 +437,13 @@ interface Plan {
   pieces: Array<Record<string, unknown>>;
   chunkDelayMs: number;
   stall: boolean;
+  holdUntil?: string;
 }
 
 async function planFor(script: Exclude<ScriptedResponse, { kind: "error" | "disconnect" }>, request: ChatRequest): Promise<Plan> {
   switch (script.kind) {
     case "text":
-      return textPlan(script.text, script.chunks, script.chunkDelayMs ?? 0, script.finishReason ?? "stop");
+      return { ...textPlan(script.text, script.chunks, script.chunkDelayMs ?? 0, script.finishReason ?? "stop"), holdUntil: script.holdUntil };
     case "slow": {
       const first = `Echo: ${lastUserText(request.messages)}`;
       const chunks = Array.from({ length: script.chunks }, (_, i) => (i === 0 ? first : ` ${i + 1}`));
@@ -394,7 +452,7 @@ async function planFor(script: Exclude<ScriptedResponse, { kind: "error" | "disc
     case "stall":
       return { ...textPlan((script.chunks ?? []).join(""), script.chunks ?? [], 0, "stop"), stall: true };
     case "tool_calls":
-      return toolPlan(script);
+      return { ...toolPlan(script), holdUntil: script.holdUntil };
     case "echo": {
       const result = await new EchoProvider().complete({ messages: toModelMessages(request.messages), signal: new AbortController().signal });
       if (result.toolCalls.length) {
