@@ -1,6 +1,6 @@
 // The shapes of one turn: what runConversation takes, what it returns, and what the inner
 // model/tool loop sees. Kept apart from agent.ts so loop, admission and tests share them.
-import type { ConversationMessage, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { ConversationMessage, MessageAttachment, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { Turn } from "./turn.js";
 import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
 import type { ToolRegistry } from "./tools/registry.js";
@@ -54,6 +54,8 @@ export interface AdmittedUserInput {
   platformMessageId?: string | null;
   displayKind?: string | null;
   displayMetadata?: Record<string, unknown> | null;
+  /** Images that came with it (with their bytes, or stored ones by id): stored with the message, sent to the model. */
+  attachments?: MessageAttachment[] | null;
 }
 
 export type TurnOutcomeStatus = "done" | "failed" | "interrupted";

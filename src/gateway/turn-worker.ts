@@ -12,6 +12,7 @@ import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { TURN_QUEUE, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
+import { hasMedia, mediaOfRow, rejectedMediaNote, type MediaFetcher } from "./turn-media.js";
 import type { ReplyStream } from "./types.js";
 
 export interface TurnWorkerDeps {
@@ -30,6 +31,8 @@ export interface TurnWorkerDeps {
   dispatchDeliveries: (sessionId: string) => Promise<void>;
   /** Add a wake-up job for an inbox row (ingress.enqueue). */
   enqueue: (conversationId: string, inboxId: number) => Promise<boolean>;
+  /** The platform adapter's fetchMedia: downloads the files a message referenced when its turn takes it. */
+  fetchMedia?: MediaFetcher;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
   openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
 }
@@ -232,7 +235,7 @@ export class TurnWorkers {
     if (target) state.stream = this.deps.openStream?.(replyRow.platform, target) ?? null;
     await this.ensureSessionRow(sessionId, head[0]);
     return {
-      messages: head.map((r) => userMessageOf(r)),
+      messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
       endRecords: ({ status, finalResponse }) => this.endRecords(answered, replyRow, sessionId, status, finalResponse),
       ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
     };
@@ -253,7 +256,24 @@ export class TurnWorkers {
     answered.push(...fresh);
     // A new array: events already handed to the bus keep the ids they were published with.
     state.inboxIds = answered.map((r) => r.id);
-    return fresh.map((r) => userMessageOf(r));
+    return Promise.all(fresh.map((r) => this.inputOf(conversationId, r)));
+  }
+
+  /** The turn's input for one row: its text, and its images (downloaded now for platform files). */
+  private async inputOf(conversationId: string, row: InboxRow): Promise<AdmittedUserInput> {
+    const input = userMessageOf(row);
+    if (!hasMedia(row)) return input;
+    const { store, config } = this.deps;
+    const media = await mediaOfRow(row, { store, settings: config.media, fetchMedia: this.deps.fetchMedia ?? null });
+    input.attachments = media.attachments;
+    if (media.rejected.length > 0) {
+      // Said to the model (so the reply can say it) and kept in the transcript's display metadata.
+      input.apiText = [input.apiText ?? input.text, rejectedMediaNote(media.rejected)].filter(Boolean).join("\n");
+      input.displayMetadata = { ...input.displayMetadata, attachments_rejected: media.rejected };
+      const text = `some attachments were not included: ${media.rejected.map((r) => `${r.name} (${r.reason})`).join("; ")}`;
+      void this.deps.events.publish(conversationId, "status", { level: "warn", text, inbox_ids: [row.id] }).catch(() => undefined);
+    }
+    return input;
   }
 
   /** Metrics, retry decisions, the streamed message and the reply's delivery. */

@@ -46,6 +46,10 @@ describe("configuration", () => {
       expect(busyModeFor(config, "discord")).toBe("steer");
       expect(busyModeFor(config, "webhook")).toBe("queue");
       expect(loadConfig({ BUSY_MODE: "steer" }).defaultBusyMode).toBe("steer");
+      // Loopback image URLs only by an explicit setting.
+      expect(loadConfig({}).media).toMatchObject({ allowHttpLoopback: false, maxImageBytes: 5 * 1024 * 1024, maxMessageBytes: 10 * 1024 * 1024 });
+      expect(loadConfig({ MEDIA_ALLOW_HTTP_LOOPBACK: "true", MEDIA_MAX_IMAGE_BYTES: "2048" }).media).toMatchObject({ allowHttpLoopback: true, maxImageBytes: 2048 });
+      expect(() => loadConfig({ MEDIA_ALLOW_HTTP_LOOPBACK: "yes" })).toThrow(/MEDIA_ALLOW_HTTP_LOOPBACK/);
       expect(() => loadConfig({ BUSY_MODE: "steering" })).toThrow(/BUSY_MODE/);
 
       const bad = join(temp.dir, "bad.yaml");

@@ -99,6 +99,11 @@ export function textOfMessage(message: RecordedMessage): string {
   return textOf(message.content);
 }
 
+/** The URLs of a message's `image_url` parts, in order. */
+export function imageUrlsOfMessage(message: RecordedMessage): string[] {
+  return imageUrlsOf(message.content);
+}
+
 export interface FakeOpenAIStats {
   /** Streams the client closed before `[DONE]`. */
   abortedStreams: number;
@@ -648,7 +653,33 @@ function validateMessage(message: unknown, at: string): Invalid | undefined {
   }
   if (content === undefined) return missing(`${at}.content`);
   if (!contentOk) return typeError(`${at}.content`, "a string", content);
+  if (Array.isArray(content)) {
+    for (const [j, part] of (content as unknown[]).entries()) {
+      const invalid = validatePart(part, `${at}.content[${j}]`, message.role);
+      if (invalid) return invalid;
+    }
+  }
   if (message.role === "tool" && typeof message.tool_call_id !== "string") return missing(`${at}.tool_call_id`);
+  return undefined;
+}
+
+const DATA_IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/]+={0,2})$/;
+
+/** Content parts as the API takes them: text anywhere, images only from the user, data URLs that decode. */
+function validatePart(part: unknown, at: string, role: string): Invalid | undefined {
+  if (!isObject(part)) return typeError(at, "an object", part);
+  if (part.type === "text") return typeof part.text === "string" ? undefined : missing(`${at}.text`);
+  if (part.type !== "image_url") {
+    return { message: `Invalid value: '${String(part.type)}'. Supported values are: 'text' and 'image_url'.`, param: `${at}.type`, code: "invalid_value" };
+  }
+  if (role !== "user") return { message: `Image URLs are only allowed for messages with role 'user', but this message with role '${role}' contains an image URL.`, param: at, code: "invalid_value" };
+  const image = part.image_url;
+  if (!isObject(image) || typeof image.url !== "string") return missing(`${at}.image_url.url`);
+  if (image.url.startsWith("data:")) {
+    if (!DATA_IMAGE.test(image.url)) return { message: "Invalid image data URL: expected data:image/(png|jpeg|gif|webp);base64,<data>.", param: `${at}.image_url.url`, code: "invalid_image_format" };
+  } else if (!/^https?:\/\//.test(image.url)) {
+    return { message: "Invalid image URL.", param: `${at}.image_url.url`, code: "invalid_image_url" };
+  }
   return undefined;
 }
 
@@ -725,6 +756,22 @@ function textOf(content: unknown): string {
     .join("");
 }
 
+function imageUrlsOf(content: unknown): string[] {
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((part: unknown) => {
+    if (!isObject(part) || part.type !== "image_url" || !isObject(part.image_url)) return [];
+    return typeof part.image_url.url === "string" ? [part.image_url.url] : [];
+  });
+}
+
+/** The images of data URLs, as the echo model reads them. */
+function imagesOf(content: unknown): Array<{ contentType: string; data: Uint8Array }> {
+  return imageUrlsOf(content).flatMap((url) => {
+    const match = DATA_IMAGE.exec(url);
+    return match ? [{ contentType: `image/${match[1]}`, data: Buffer.from(match[2], "base64") }] : [];
+  });
+}
+
 function lastUserText(messages: WireMessage[]): string {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === "user") return textOf(messages[i].content);
   return "";
@@ -733,7 +780,8 @@ function lastUserText(messages: WireMessage[]): string {
 function toModelMessages(messages: WireMessage[]): ModelMessage[] {
   return messages.flatMap((m): ModelMessage[] => {
     if (m.role !== "system" && m.role !== "user" && m.role !== "assistant" && m.role !== "tool") return [];
-    return [{ role: m.role, content: textOf(m.content), tool_calls: m.tool_calls as ToolCall[] | undefined, tool_call_id: m.tool_call_id }];
+    const images = imagesOf(m.content);
+    return [{ role: m.role, content: textOf(m.content), tool_calls: m.tool_calls as ToolCall[] | undefined, tool_call_id: m.tool_call_id, ...(images.length ? { images } : {}) }];
   });
 }
 
