@@ -33,6 +33,7 @@ import type {
   LoopResult,
   RunConversationOptions,
   RunLoop,
+  SteerFn,
   TurnResult,
 } from "./turn-types.js";
 import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
@@ -206,6 +207,7 @@ export class Agent {
     const given = turn.inputMessage();
     if (given) userMessages.push(given);
     let endRecords: EndRecordsFor | null = null;
+    let steer: SteerFn | null = null;
     if (options.admittedInput) {
       let admitted;
       try {
@@ -216,6 +218,7 @@ export class Agent {
       if (!admitted) return skippedResult(turn, history);
       for (const input of admitted.messages) userMessages.push(userMessageFromAdmitted(input));
       endRecords = admitted.endRecords ?? null;
+      steer = admitted.steer ?? null;
     } else if (!given) {
       return skippedResult(turn, history);
     }
@@ -226,7 +229,7 @@ export class Agent {
     const systemMessage = options.systemMessage ?? this.systemPrompt;
     let loop: LoopResult;
     try {
-      loop = await this.runLoop(firstText, systemMessage, history, { turn, userMessages: fresh, endRecords });
+      loop = await this.runLoop(firstText, systemMessage, history, { turn, userMessages: fresh, endRecords, steer });
     } catch (err) {
       loop = {
         finalResponse: TURN_FAILURE_NOTICE,

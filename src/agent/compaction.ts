@@ -30,7 +30,8 @@ function renderForSummary(messages: readonly ConversationMessage[]): string {
       const text = (modelText(message) ?? "").slice(0, MAX_CHARS_PER_MESSAGE);
       const calls = (message.tool_calls ?? []).map((call) => ` [called ${call.function.name}(${call.function.arguments})]`);
       const who = message.role === "tool" ? `tool ${message.tool_name ?? ""}`.trim() : message.role;
-      return `${who}: ${text}${calls.join("")}`;
+      const images = message.attachments?.length ? ` [${message.attachments.length} image(s)]` : "";
+      return `${who}: ${text}${images}${calls.join("")}`;
     })
     .join("\n");
 }

@@ -4,8 +4,9 @@
 import type { ConversationMessage, ToolCall } from "../state/types.js";
 import { compactHistory } from "./compaction.js";
 import { isAbortLike, raceAbort } from "./interrupts.js";
-import { nowSeconds, toModelMessages } from "./messages.js";
+import { nowSeconds, platformIdOf, toModelMessages } from "./messages.js";
 import { LEASE_LOST_NOTICE, MAX_STEPS_NOTICE, PERSISTENCE_FAILURE_NOTICE, PROVIDER_FAILURE_NOTICE } from "./notices.js";
+import { takeSteeredInputs } from "./steering.js";
 import type { Turn } from "./turn.js";
 import type { LoopResult, TurnContext, TurnOutcomeStatus } from "./turn-types.js";
 import type { CompletionResult, ToolSpec } from "./types.js";
@@ -111,6 +112,15 @@ export async function runModelLoop(
   const toolSpecs: ToolSpec[] | undefined = tools.size > 0 ? tools.specs() : undefined;
   for (let step = 1; step <= maxSteps; step++) {
     if (interrupted()) return stopMidStream("");
+    if (step > 1 && ctx.steer) {
+      // Busy mode 'steer': messages that arrived meanwhile join here, stored before the model sees them.
+      const steered = await takeSteeredInputs(turn, ctx.steer, messages);
+      if (steered.length > 0) {
+        messages.push(...steered);
+        if ((await turn.flush(messages, base)).kind === "leaseLost") return leaseLost();
+        turn.emit("turn.steered", { inputs: steered.length, platform_message_ids: steered.map(platformIdOf) });
+      }
+    }
     // The last step offers no tools, so the model has to answer in text.
     const offered = step < maxSteps ? toolSpecs : undefined;
     let partial = "";

@@ -1,7 +1,7 @@
 // Building and converting conversation messages: the user message of a turn, the carried input
 // of a turn interrupted before admission, stored copies, and the model's wire messages.
-import type { ConversationMessage } from "../state/types.js";
-import type { ModelMessage } from "./types.js";
+import type { ConversationMessage, MessageAttachment } from "../state/types.js";
+import type { ModelImage, ModelMessage } from "./types.js";
 import type { AdmittedUserInput } from "./turn-types.js";
 
 /** Marks a user message carried out of a turn that was interrupted before admission. */
@@ -20,6 +20,7 @@ export interface UserMessageFields {
   platformMessageId?: string | null;
   displayKind?: string | null;
   displayMetadata?: Record<string, unknown> | null;
+  attachments?: MessageAttachment[] | null;
 }
 
 /** A user message with every persistable field; api_content only when it differs from content. */
@@ -31,6 +32,7 @@ export function buildUserMessage(fields: UserMessageFields): ConversationMessage
   message.display_kind = fields.displayKind ?? null;
   message.display_metadata = fields.displayMetadata ?? null;
   message.platform_message_id = fields.platformMessageId ?? null;
+  if (fields.attachments?.length) message.attachments = fields.attachments;
   return message;
 }
 
@@ -42,6 +44,7 @@ export function userMessageFromAdmitted(input: AdmittedUserInput): ConversationM
     platformMessageId: input.platformMessageId,
     displayKind: input.displayKind,
     displayMetadata: input.displayMetadata,
+    attachments: input.attachments,
   });
 }
 
@@ -74,8 +77,16 @@ export function modelText(message: ConversationMessage): string | null {
   return message.api_content ?? message.content;
 }
 
+/** The images of a user message whose bytes are at hand. */
+export function modelImages(message: ConversationMessage): ModelImage[] {
+  if (message.role !== "user" || !message.attachments) return [];
+  return message.attachments.flatMap((a) => (a.data ? [{ contentType: a.content_type, data: a.data }] : []));
+}
+
 export function toModelMessage(message: ConversationMessage): ModelMessage {
   const wire: ModelMessage = { role: message.role, content: modelText(message) };
+  const images = modelImages(message);
+  if (images.length > 0) wire.images = images;
   if (message.role === "assistant" && message.tool_calls && message.tool_calls.length > 0) {
     wire.tool_calls = message.tool_calls;
   }

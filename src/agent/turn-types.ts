@@ -1,6 +1,6 @@
 // The shapes of one turn: what runConversation takes, what it returns, and what the inner
 // model/tool loop sees. Kept apart from agent.ts so loop, admission and tests share them.
-import type { ConversationMessage, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { ConversationMessage, MessageAttachment, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { Turn } from "./turn.js";
 import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
 import type { ToolRegistry } from "./tools/registry.js";
@@ -54,6 +54,8 @@ export interface AdmittedUserInput {
   platformMessageId?: string | null;
   displayKind?: string | null;
   displayMetadata?: Record<string, unknown> | null;
+  /** Images that came with it (with their bytes, or stored ones by id): stored with the message, sent to the model. */
+  attachments?: MessageAttachment[] | null;
 }
 
 export type TurnOutcomeStatus = "done" | "failed" | "interrupted";
@@ -63,7 +65,15 @@ export interface AdmittedInput {
   messages: AdmittedUserInput[];
   /** What the turn's last fenced flush records beside its messages (inbox completion, delivery rows). */
   endRecords?: EndRecordsFor;
+  /**
+   * Busy mode 'steer': called under the lease before each model step after the first; the inputs
+   * it returns join this turn at that point (stored, fenced, before the model call). The caller
+   * makes `endRecords` cover them from then on. Empty when nothing new arrived.
+   */
+  steer?: SteerFn;
 }
+
+export type SteerFn = () => Promise<AdmittedUserInput[]>;
 
 export type EndRecordsFor = (outcome: { status: TurnOutcomeStatus; finalResponse: string }) => TurnEndRecords;
 
@@ -125,6 +135,8 @@ export interface TurnContext {
   userMessages: ConversationMessage[];
   /** Present when the gateway asked for end records on the last flush. */
   endRecords: EndRecordsFor | null;
+  /** Present in busy mode 'steer': new inputs for the running turn, asked for before each later model step. */
+  steer?: SteerFn | null;
 }
 
 export type RunLoop = (

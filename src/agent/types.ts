@@ -10,10 +10,18 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
+/** An image the model sees with a user message. */
+export interface ModelImage {
+  contentType: string;
+  data: Uint8Array;
+}
+
 /** A message in the model's wire format (OpenAI chat completions). */
 export interface ModelMessage {
   role: "system" | "user" | "assistant" | "tool";
   content: string | null;
+  /** A user message's images, after its text. */
+  images?: ModelImage[];
   tool_calls?: ToolCall[];
   tool_call_id?: string;
   name?: string;
@@ -46,6 +54,8 @@ export interface ModelProvider {
 export type AgentEventKind =
   | "turn.waiting"
   | "turn.started"
+  /** Inputs that arrived while the turn ran joined it before a model step (busy mode 'steer'). */
+  | "turn.steered"
   | "status"
   | "delta"
   | "tool.started"

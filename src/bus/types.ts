@@ -9,6 +9,7 @@ export const EVENT_KINDS = [
   "command",
   "turn.waiting",
   "turn.started",
+  "turn.steered",
   "status",
   "delta",
   "tool.started",

@@ -83,8 +83,35 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
         tool_calls: m.tool_calls,
         tool_call_id: m.tool_call_id,
         tool_name: m.tool_name,
+        // Images as links to the route below (same key), not inline bytes.
+        ...(m.attachments?.length
+          ? {
+              attachments: m.attachments.map((a) => ({
+                id: a.id,
+                content_type: a.content_type,
+                size_bytes: a.size_bytes,
+                name: a.name ?? null,
+                url: `/api/sessions/${encodeURIComponent(id)}/attachments/${a.id}`,
+              })),
+            }
+          : {}),
       })),
     });
+  });
+
+  router.get("/api/sessions/:id/attachments/:attachmentId", async (req, res) => {
+    const id = req.params.id;
+    const attachmentId = Number(req.params.attachmentId);
+    const attachment = Number.isSafeInteger(attachmentId) && attachmentId > 0 ? await store.getAttachment(attachmentId) : null;
+    // Only through the session whose transcript holds it.
+    if (!attachment || attachment.session_id !== id) throw new HttpError(404, "attachment_not_found", `no attachment ${req.params.attachmentId} in session ${id}`);
+    res.setHeader("Content-Type", attachment.content_type);
+    res.setHeader("Content-Length", String(attachment.data.byteLength));
+    // Stored user content: shown as the image it is, never run as a page.
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    res.setHeader("Content-Security-Policy", "default-src 'none'; sandbox");
+    res.setHeader("Cache-Control", "private, max-age=3600");
+    res.end(Buffer.from(attachment.data.buffer, attachment.data.byteOffset, attachment.data.byteLength));
   });
 
   router.post("/api/sessions/:id/interrupt", requireJsonContent, express.json({ limit: bodyLimitBytes }), async (req, res) => {

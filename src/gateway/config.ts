@@ -1,8 +1,9 @@
 // The settings the core runs with. The composition root (main/config.ts) loads them from the
 // environment and the YAML file, with the adapters' and clients' sections beside them.
 import type { McpServerConfig } from "./mcp/config.js";
+import type { MediaSettings } from "./media.js";
 
-export const BUSY_MODES = ["queue", "interrupt", "collect"] as const;
+export const BUSY_MODES = ["queue", "interrupt", "collect", "steer"] as const;
 export type BusyMode = (typeof BUSY_MODES)[number];
 
 export interface CoreConfig {
@@ -18,6 +19,8 @@ export interface CoreConfig {
   sessionPerUser: string[];
   bodyLimitBytes: number;
   maxMessageChars: number;
+  /** Images: caps, download time, and whether the API may fetch loopback URLs (tests). */
+  media: MediaSettings;
   /** Past `maxChars` of transcript a session is summarised into a child session; null: never. */
   compaction: { maxChars: number; keepRecent: number } | null;
   leaseTtlSeconds: number;

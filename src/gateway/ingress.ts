@@ -10,7 +10,8 @@ import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus
 import type { GatewayMetrics } from "./metrics.js";
 import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
-import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundMessage, TurnOutcome } from "./types.js";
+import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
+import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
   config: CoreConfig;
@@ -57,6 +58,7 @@ export class Ingress implements GatewayIngress {
       sessionId: conversationId,
       payload: payloadOf(message),
       receivedAt: message.receivedAt / 1000,
+      attachments: message.images?.map((image) => ({ content_type: image.contentType, name: image.name ?? null, data: image.data })),
     });
     if (!inserted) {
       metrics.inbound.inc({ platform: message.platform, result: "duplicate" });
@@ -167,8 +169,11 @@ export class Ingress implements GatewayIngress {
   private validate(message: InboundMessage): string | null {
     if (!message.platform) return "platform is missing";
     if (!message.platformMessageId) return "platform message id is missing";
-    if (typeof message.text !== "string" || message.text.trim() === "") return "text is empty";
+    if (typeof message.text !== "string") return "text is missing";
+    const media = (message.images?.length ?? 0) + (message.attachments?.length ?? 0);
+    if (message.text.trim() === "" && media === 0) return "text is empty";
     if (message.text.length > this.deps.config.maxMessageChars) return `text is longer than ${this.deps.config.maxMessageChars} characters`;
+    if (message.images?.length) return imagesProblem(message.images, this.deps.config.media);
     return null;
   }
 
@@ -250,6 +255,21 @@ export class Ingress implements GatewayIngress {
         return `Session ${tip}: ${state}; ${pending.length} message(s) queued.`;
       }
     }
+  }
+}
+
+/** Images in hand are checked here too, whoever built the message: type by their bytes, and the caps. */
+function imagesProblem(images: InboundImage[], settings: MediaSettings): string | null {
+  try {
+    for (const image of images) {
+      const checked = checkImage(image.data, settings, image.name ?? null);
+      if (checked.content_type !== image.contentType) return `image ${image.name ?? ""} is ${checked.content_type}, not ${image.contentType}`.replace("  ", " ");
+    }
+    checkMessageImages(images, settings);
+    return null;
+  } catch (err) {
+    if (err instanceof MediaError) return err.message;
+    throw err;
   }
 }
 

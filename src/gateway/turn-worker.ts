@@ -4,7 +4,7 @@
 import { Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { Agent, type AdmittedInput, type TurnResult } from "../agent/index.js";
+import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
 import type { InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "../bus/types.js";
@@ -13,6 +13,7 @@ import type { GatewayMetrics } from "./metrics.js";
 import { TURN_QUEUE, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
 import { ToolCatalog } from "./tool-catalog.js";
+import { hasMedia, mediaOfRow, rejectedMediaNote, type MediaFetcher } from "./turn-media.js";
 import type { ReplyStream } from "./types.js";
 
 export interface TurnWorkerDeps {
@@ -33,6 +34,8 @@ export interface TurnWorkerDeps {
   dispatchDeliveries: (deliveryIds: readonly number[]) => Promise<void>;
   /** Add a wake-up job for an inbox row (ingress.enqueue). */
   enqueue: (conversationId: string, inboxId: number) => Promise<boolean>;
+  /** The platform adapter's fetchMedia: downloads the files a message referenced when its turn takes it. */
+  fetchMedia?: MediaFetcher;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
   openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
   /** The platform's turn-start signal (typing indicator; WhatsApp marks the message read). */
@@ -218,22 +221,30 @@ export class TurnWorkers {
     });
   }
 
-  /** Under the lease: the head of the inbox (all pending, up to a cap, in collect mode) is this turn's input. */
+  /**
+   * Under the lease: the head of the inbox (all pending, up to a cap, in collect mode) is this
+   * turn's input. In steer mode, rows that arrive while it runs join it before its later model
+   * steps (steerIn); the turn's end records then complete them too.
+   */
   private async admitHead(conversationId: string, mode: BusyMode, sessionId: string, state: TurnState): Promise<AdmittedInput | null> {
     const { store, config } = this.deps;
     const head = await store.pendingInbox(conversationId, mode === "collect" ? config.collectMaxMessages : 1);
     if (head.length === 0) return null;
-    state.inboxIds = head.map((r) => r.id);
-    const last = head[head.length - 1];
-    const target = inboundOf(last).replyTarget;
+    /** Every row this turn answers: the head, then the steered ones. */
+    const answered = [...head];
+    state.inboxIds = answered.map((r) => r.id);
+    // The reply goes where the head's last message asked for it (the stream was opened there).
+    const replyRow = head[head.length - 1];
+    const target = inboundOf(replyRow).replyTarget;
     if (target) {
-      state.stream = this.deps.openStream?.(last.platform, target) ?? null;
-      this.signalTurnStart(last.platform, target);
+      state.stream = this.deps.openStream?.(replyRow.platform, target) ?? null;
+      this.signalTurnStart(replyRow.platform, target);
     }
     await this.ensureSessionRow(sessionId, head[0]);
     return {
-      messages: head.map((r) => userMessageOf(r)),
-      endRecords: ({ status, finalResponse }) => this.endRecords(head, sessionId, status, finalResponse),
+      messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
+      endRecords: ({ status, finalResponse }) => this.endRecords(answered, replyRow, sessionId, status, finalResponse),
+      ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
     };
   }
 
@@ -244,6 +255,41 @@ export class TurnWorkers {
     typing(platform, target).catch((err: unknown) =>
       this.deps.logger.debug({ platform, err: err instanceof Error ? err.message : String(err) }, "turn-start signal failed"),
     );
+  }
+
+  /**
+   * Busy mode 'steer', under the turn's lease (so no other turn takes these rows): the pending rows
+   * that are not this turn's yet join it. Their jobs find them consumed once the turn has recorded
+   * its outcome; a row still pending when the turn ends (it ended first) runs as the next turn.
+   */
+  private async steerIn(conversationId: string, answered: InboxRow[], state: TurnState): Promise<AdmittedUserInput[]> {
+    const cap = this.deps.config.collectMaxMessages;
+    const taken = new Set(answered.map((r) => r.id));
+    const pending = await this.deps.store.pendingInbox(conversationId, answered.length + cap);
+    // A command row is pending only for the moment ingress takes to answer it: never a turn's input.
+    const fresh = pending.filter((r) => !taken.has(r.id) && !r.payload.command).slice(0, cap);
+    if (fresh.length === 0) return [];
+    answered.push(...fresh);
+    // A new array: events already handed to the bus keep the ids they were published with.
+    state.inboxIds = answered.map((r) => r.id);
+    return Promise.all(fresh.map((r) => this.inputOf(conversationId, r)));
+  }
+
+  /** The turn's input for one row: its text, and its images (downloaded now for platform files). */
+  private async inputOf(conversationId: string, row: InboxRow): Promise<AdmittedUserInput> {
+    const input = userMessageOf(row);
+    if (!hasMedia(row)) return input;
+    const { store, config } = this.deps;
+    const media = await mediaOfRow(row, { store, settings: config.media, fetchMedia: this.deps.fetchMedia ?? null });
+    input.attachments = media.attachments;
+    if (media.rejected.length > 0) {
+      // Said to the model (so the reply can say it) and kept in the transcript's display metadata.
+      input.apiText = [input.apiText ?? input.text, rejectedMediaNote(media.rejected)].filter(Boolean).join("\n");
+      input.displayMetadata = { ...input.displayMetadata, attachments_rejected: media.rejected };
+      const text = `some attachments were not included: ${media.rejected.map((r) => `${r.name} (${r.reason})`).join("; ")}`;
+      void this.deps.events.publish(conversationId, "status", { level: "warn", text, inbox_ids: [row.id] }).catch(() => undefined);
+    }
+    return input;
   }
 
   /** Metrics, retry decisions, the streamed message and the reply's delivery. */
@@ -279,13 +325,12 @@ export class TurnWorkers {
     return rows.some((r) => r?.status === "pending");
   }
 
-  private endRecords(head: InboxRow[], sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): TurnEndRecords {
-    const last = head[head.length - 1];
-    const inbound = inboundOf(last);
-    const sends = this.deps.sendingPlatforms().has(last.platform) && inbound.replyTarget && finalResponse;
+  private endRecords(answered: InboxRow[], replyRow: InboxRow, sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): TurnEndRecords {
+    const inbound = inboundOf(replyRow);
+    const sends = this.deps.sendingPlatforms().has(replyRow.platform) && inbound.replyTarget && finalResponse;
     return {
-      completeInbox: { ids: head.map((r) => r.id), reply: finalResponse, status },
-      deliveries: sends ? [{ platform: last.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: last.id }] : [],
+      completeInbox: { ids: answered.map((r) => r.id), reply: finalResponse, status },
+      deliveries: sends ? [{ platform: replyRow.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: replyRow.id }] : [],
     };
   }
 
@@ -316,7 +361,7 @@ export class TurnWorkers {
   }
 }
 
-function userMessageOf(row: InboxRow): { text: string; apiText: string | null; timestamp: number; platformMessageId: string; displayKind: string | null; displayMetadata: Record<string, unknown> | null } {
+function userMessageOf(row: InboxRow): AdmittedUserInput {
   const inbound = inboundOf(row);
   return {
     text: inbound.text,

@@ -4,6 +4,42 @@ import type { DeliveryReceipt } from "../state/types.js";
 
 export { DELIVERY_RECEIPT_STATUSES, type DeliveryReceipt, type DeliveryReceiptStatus } from "../state/types.js";
 
+/**
+ * A file a platform message carries, recorded as a reference: the platform's adapter downloads
+ * it (fetchMedia) when the turn takes the message, so recording (and the platform's ack) never
+ * waits for a download. The reference is stored in the inbox row, so keep it small.
+ */
+export interface MediaRef {
+  /** Where the platform serves it (Slack `url_private`, a Discord attachment `url`). */
+  url?: string;
+  /** The platform's id when the URL comes from a lookup (a Telegram `file_id`, a WhatsApp media id). */
+  id?: string;
+  name?: string;
+  /** As the platform declares it; the gateway checks the bytes anyway. */
+  contentType?: string;
+  /** Bytes, as the platform declares them; the download is capped anyway. */
+  size?: number;
+}
+
+/** An image whose bytes are already in hand at ingress (the API's data URLs and fetched URLs). */
+export interface InboundImage {
+  contentType: string;
+  data: Uint8Array;
+  name?: string | null;
+}
+
+/** What fetchMedia may spend on one file. */
+export interface MediaFetchLimits {
+  maxBytes: number;
+  timeoutMs: number;
+}
+
+export interface FetchedMedia {
+  data: Uint8Array;
+  /** The Content-Type the platform served, if any (the gateway sniffs the bytes regardless). */
+  contentType: string | null;
+}
+
 /** One inbound message, normalised by its adapter. */
 export interface InboundMessage {
   /** 'slack' | 'discord' | 'webhook' | 'api' | 'websocket' | ... */
@@ -26,7 +62,10 @@ export interface InboundMessage {
   threadId: string | null;
   userId: string | null;
   text: string;
-  attachments?: Array<{ name?: string; url?: string; contentType?: string }>;
+  /** Files to download when the turn takes the message (platform messages). */
+  attachments?: MediaRef[];
+  /** Images already in hand, stored with the inbox row (never in its JSON payload). */
+  images?: InboundImage[];
   displayKind?: string | null;
   displayMetadata?: Record<string, unknown> | null;
   /** Epoch milliseconds. */
@@ -144,6 +183,13 @@ export interface PlatformAdapter {
    * indicator (WhatsApp marks the message read). Best effort: a failure never stops the turn.
    */
   typing?(target: Record<string, unknown>): Promise<void>;
+  /**
+   * Download one file a message of this platform referenced (`InboundMessage.attachments`), with
+   * the platform's credentials, within `limits`. Throws a MediaError (gateway/media.ts) with a
+   * reason a user can read. Telegram would call getFile and download the file path; WhatsApp
+   * would look up the media id's URL and download it with the bearer token.
+   */
+  fetchMedia?(ref: MediaRef, limits: MediaFetchLimits): Promise<FetchedMedia>;
 }
 
 /** A published event, as WebSocket clients see it. */

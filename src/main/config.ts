@@ -17,6 +17,7 @@ import {
   type Env,
   type SectionSettings,
 } from "../gateway/config-section.js";
+import { DEFAULT_MEDIA_SETTINGS } from "../gateway/media.js";
 
 export { ConfigError };
 
@@ -76,6 +77,13 @@ const fileSchema = z.object({
   session_per_user: z.array(z.string()).optional(),
   body_limit_bytes: intFrom(1024).optional(),
   max_message_chars: intFrom(1).optional(),
+  media: z.object({
+    max_image_bytes: intFrom(1024).optional(),
+    max_message_bytes: intFrom(1024).optional(),
+    max_images_per_message: intFrom(1, 100).optional(),
+    fetch_timeout_ms: intFrom(100).optional(),
+    allow_http_loopback: z.boolean().optional(),
+  }).strict().optional(),
   compaction: z.object({ max_chars: intFrom(0).optional(), keep_recent: intFrom(1).optional() }).strict().optional(),
   lease_ttl_seconds: intFrom(5).optional(),
   lease_wait_seconds: intFrom(1).optional(),
@@ -176,6 +184,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     sessionPerUser: file.session_per_user ?? [],
     bodyLimitBytes: envValue(env, "BODY_LIMIT_BYTES", intFrom(1024)) ?? file.body_limit_bytes ?? 1024 * 1024,
     maxMessageChars: file.max_message_chars ?? 100_000,
+    media: {
+      maxImageBytes: envValue(env, "MEDIA_MAX_IMAGE_BYTES", intFrom(1024)) ?? file.media?.max_image_bytes ?? DEFAULT_MEDIA_SETTINGS.maxImageBytes,
+      maxMessageBytes: envValue(env, "MEDIA_MAX_MESSAGE_BYTES", intFrom(1024)) ?? file.media?.max_message_bytes ?? DEFAULT_MEDIA_SETTINGS.maxMessageBytes,
+      maxImagesPerMessage: file.media?.max_images_per_message ?? DEFAULT_MEDIA_SETTINGS.maxImagesPerMessage,
+      fetchTimeoutMs: file.media?.fetch_timeout_ms ?? DEFAULT_MEDIA_SETTINGS.fetchTimeoutMs,
+      allowHttpLoopback: envValue(env, "MEDIA_ALLOW_HTTP_LOOPBACK", z.enum(["true", "false"]).transform((v) => v === "true")) ?? file.media?.allow_http_loopback ?? false,
+    },
     compaction: compactionFrom(
       envValue(env, "COMPACTION_MAX_CHARS", intFrom(0)) ?? file.compaction?.max_chars ?? 200_000,
       envValue(env, "COMPACTION_KEEP_RECENT", intFrom(1)) ?? file.compaction?.keep_recent ?? 20,

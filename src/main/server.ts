@@ -23,6 +23,7 @@ import { startEmbeddedRedis, type EmbeddedRedis } from "../bus/embedded-redis.js
 import { EventBus } from "../bus/event-bus.js";
 import { healthRouter } from "../clients/health.js";
 import { Ingress } from "../gateway/ingress.js";
+import { MediaError } from "../gateway/media.js";
 import { InterruptBus } from "../bus/interrupt-bus.js";
 import { RedisKeys } from "../bus/keys.js";
 import { createLogger } from "../gateway/logger.js";
@@ -173,6 +174,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
         typing: async (platform, target) => adapters.get(platform)?.typing?.(target),
+        fetchMedia: async (platform, ref, limits) => {
+          const adapter = adapters.get(platform);
+          if (!adapter?.fetchMedia) throw new MediaError("fetch_failed", `files from ${platform} cannot be downloaded here`);
+          return adapter.fetchMedia(ref, limits);
+        },
         dispatchDeliveries: (deliveryIds) => dispatcher.dispatchIds(deliveryIds),
       });
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));

@@ -103,6 +103,28 @@ const MIGRATIONS: Migration[] = [
         WHERE platform_message_id IS NOT NULL;
     `,
   },
+  {
+    // Images kept with their message: recorded with the inbox row at ingress (inbox_id), then
+    // linked to the user message the turn stores (message_id, session_id). A compaction copy of a
+    // message gets its own rows.
+    version: 3,
+    sql: `
+      CREATE TABLE attachments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        inbox_id INTEGER REFERENCES inbox (id) ON DELETE SET NULL,
+        session_id TEXT,
+        message_id INTEGER REFERENCES messages (id) ON DELETE CASCADE,
+        content_type TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        name TEXT,
+        data BLOB NOT NULL,
+        created_at REAL NOT NULL
+      );
+      CREATE INDEX attachments_session ON attachments (session_id, message_id) WHERE session_id IS NOT NULL;
+      CREATE INDEX attachments_inbox ON attachments (inbox_id) WHERE inbox_id IS NOT NULL;
+      CREATE INDEX attachments_message ON attachments (message_id) WHERE message_id IS NOT NULL;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -2,6 +2,7 @@
 // SQLite call wrapped in an asynchronous busy retry, so a lock held by another process delays
 // callers without freezing the event loop. Lease/fence SQL lives in lease.ts.
 import type { Database } from "better-sqlite3";
+import { AttachmentSql } from "./attachments.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
 import { repairToolPairing, toConversationMessage, toMessageRow } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
@@ -36,6 +37,7 @@ import type {
   SessionStore,
   SessionSummary,
   StaleLease,
+  StoredAttachment,
 } from "./types.js";
 
 export interface SessionDBOptions extends StoreOptions {
@@ -71,6 +73,7 @@ export class SessionDB implements SessionStore {
   private readonly leases: LeaseSql;
   private readonly inbox: InboxSql;
   private readonly deliveries: DeliverySql;
+  private readonly attachments: AttachmentSql;
   private readonly notifier: LeaseReleaseNotifier | null;
   private readonly unsubscribeNotifier: (() => void) | null;
   private readonly pollIntervalMs: number;
@@ -82,6 +85,7 @@ export class SessionDB implements SessionStore {
   private readonly ensureForKeyTransaction: (sessionKey: string, newId: string, input: CreateSessionInput) => SessionRow;
   private readonly createDeliveriesTransaction: (inserts: DeliveryInsert[]) => number[];
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
+  private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
   private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private closed = false;
@@ -104,6 +108,7 @@ export class SessionDB implements SessionStore {
     this.leases = new LeaseSql(this.db, options.hostname ?? thisHost());
     this.inbox = new InboxSql(this.db);
     this.deliveries = new DeliverySql(this.db);
+    this.attachments = new AttachmentSql(this.db);
 
     const flush = this.db.transaction((sessionId: string, messages: ConversationMessage[], batch: AppendBatchOptions): FlushResult => {
       const now = this.clock();
@@ -111,6 +116,9 @@ export class SessionDB implements SessionStore {
       if (holder !== undefined && holder !== null) this.leases.assertHeld(this.sessions.conversationIdOf(sessionId), holder, now);
       if (messages.length > 0 && !this.sessions.has(sessionId)) throw new UnknownSessionError(sessionId);
       const messageIds = this.messages.insertAll(sessionId, messages, now);
+      messages.forEach((message, index) => {
+        if (message.attachments?.length) this.attachments.storeForMessage(sessionId, messageIds[index], message.attachments, now);
+      });
       const completion = batch.endRecords?.completeInbox;
       if (completion) this.inbox.completeRows(completion.ids, completion.status ?? "done", completion.reply, null, now);
       const deliveryIds = batch.endRecords?.deliveries ? this.deliveries.insertAll(batch.endRecords.deliveries, now) : [];
@@ -127,6 +135,13 @@ export class SessionDB implements SessionStore {
       this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
     );
     this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
+    const recordWithAttachments = this.db.transaction((insert: InboxInsert) => {
+      const now = this.clock();
+      const recorded = this.inbox.record(insert, now, null);
+      if (recorded.inserted && insert.attachments?.length) this.attachments.insertForInbox(recorded.row.id, insert.attachments, now);
+      return recorded;
+    });
+    this.recordWithAttachments = (insert) => recordWithAttachments.immediate(insert);
 
     this.notifier = options.notifier ?? null;
     this.unsubscribeNotifier =
@@ -225,14 +240,36 @@ export class SessionDB implements SessionStore {
   }
 
   async getMessages(sessionId: string): Promise<MessageRow[]> {
-    return this.run(() => this.messages.rows(sessionId).map((row) => toMessageRow(sessionId, row)));
+    return this.run(() => {
+      const attachments = this.attachments.bySessionMessage(sessionId, false);
+      return this.messages.rows(sessionId).map((tuple) => {
+        const row = toMessageRow(sessionId, tuple);
+        const held = attachments.get(row.id);
+        if (held) row.attachments = held;
+        return row;
+      });
+    });
+  }
+
+  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
+    return this.run(() => this.attachments.forInbox(inboxId));
+  }
+
+  async getAttachment(id: number): Promise<StoredAttachment | null> {
+    return this.run(() => this.attachments.get(id));
   }
 
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
     return this.run(() => {
       const includeRowIds = options.includeRowIds === true;
-      const transcript = this.messages.rows(sessionId).map((row) => toConversationMessage(row, includeRowIds));
+      const attachments = this.attachments.bySessionMessage(sessionId, true);
+      const transcript = this.messages.rows(sessionId).map((row) => {
+        const message = toConversationMessage(row, includeRowIds);
+        const held = attachments.get(row[0]);
+        if (held) message.attachments = held;
+        return message;
+      });
       return options.repairAlternation ? repairToolPairing(transcript) : transcript;
     });
   }
@@ -312,6 +349,8 @@ export class SessionDB implements SessionStore {
   // ---- inbox ----
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
+    // With attachments, the row and its images are one transaction: a turn never sees one without the other.
+    if (insert.attachments?.length) return this.run(() => this.recordWithAttachments(insert));
     return this.run(() => this.inbox.record(insert, this.clock(), null));
   }
 

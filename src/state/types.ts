@@ -43,6 +43,35 @@ export interface CreateSessionInput {
   startedAt?: number;
 }
 
+/**
+ * An image kept with a message (in the session store, so every machine sees it). `data` is
+ * present when the store reads a transcript for the model, absent on listings.
+ */
+export interface MessageAttachment {
+  /** The row id once stored. Written again with another message (a compaction copy), it is copied. */
+  id?: number;
+  content_type: string;
+  size_bytes: number;
+  name?: string | null;
+  data?: Uint8Array;
+}
+
+/** An attachment's bytes as ingress records them with the inbox row (same transaction). */
+export interface AttachmentUpload {
+  content_type: string;
+  name?: string | null;
+  data: Uint8Array;
+}
+
+/** A stored attachment with its bytes; `session_id`/`message_id` are set once a message holds it. */
+export interface StoredAttachment extends MessageAttachment {
+  id: number;
+  data: Uint8Array;
+  inbox_id: number | null;
+  session_id: string | null;
+  message_id: number | null;
+}
+
 /** A message as the agent holds it in memory and hands to the store to persist. */
 export interface ConversationMessage {
   role: Role;
@@ -61,6 +90,8 @@ export interface ConversationMessage {
   display_kind?: string | null;
   display_metadata?: Record<string, unknown> | null;
   finish_reason?: string | null;
+  /** Images of a user message: stored with it, read back with their bytes. */
+  attachments?: MessageAttachment[];
   /** Row id, present only when asked for with `includeRowIds`. */
   _row_id?: number;
   /** Set on a user message carried out of a turn that was interrupted before admission. */
@@ -82,6 +113,8 @@ export interface MessageRow {
   display_kind: string | null;
   display_metadata: Record<string, unknown> | null;
   finish_reason: string | null;
+  /** The message's attachments without their bytes; present when it has any. */
+  attachments?: MessageAttachment[];
 }
 
 export interface ConversationReadOptions {
@@ -146,6 +179,8 @@ export interface InboxInsert {
   /** The normalised inbound message, stored as JSON. */
   payload: Record<string, unknown>;
   receivedAt?: number;
+  /** Images that came with the message, stored with the row (a duplicate stores none). */
+  attachments?: AttachmentUpload[];
 }
 
 export interface InboxRow {
@@ -286,6 +321,10 @@ export interface SessionStore extends InboxStore, DeliveryStore {
   /** appendMessagesBatch that also returns the ids of the deliveries created by `endRecords` (to enqueue them). */
   flushTurn(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<FlushResult>;
   getMessages(sessionId: string): Promise<MessageRow[]>;
+  /** The attachments recorded with an inbox row (by `recordInbound`), with their bytes, oldest first. */
+  inboxAttachments(inboxId: number): Promise<StoredAttachment[]>;
+  /** One attachment with its bytes, or null. */
+  getAttachment(id: number): Promise<StoredAttachment | null>;
   getMessagesAsConversation(sessionId: string, options?: ConversationReadOptions): Promise<ConversationMessage[]>;
   hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean>;
   /** The tip: the newest session of the session's compacted chain (the session itself when none). */

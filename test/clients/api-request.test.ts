@@ -34,12 +34,27 @@ describe("parseChatRequest", () => {
       includeUsage: true,
       userId: "u-1",
       input: "second\npart",
+      imageUrls: [],
       history: [
         { role: "system", content: "be brief" },
         { role: "user", content: "first" },
         { role: "assistant", content: "one" },
       ],
     });
+  });
+
+  it("takes the image parts of the new message, in order, and keeps earlier messages' text only", () => {
+    const request = parseChatRequest({
+      model: "m",
+      messages: [
+        { role: "user", content: [{ type: "text", text: "old" }, { type: "image_url", image_url: { url: "https://example.com/old.png" } }] },
+        { role: "assistant", content: "seen" },
+        { role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA", detail: "low" } }, { type: "text", text: "compare" }, { type: "image_url", image_url: { url: "https://example.com/b.png" } }] },
+      ],
+    });
+    expect(request.input).toBe("compare");
+    expect(request.imageUrls).toEqual(["data:image/png;base64,AAAA", "https://example.com/b.png"]);
+    expect(request.history).toEqual([{ role: "user", content: "old" }, { role: "assistant", content: "seen" }]);
   });
 
   it("leaves tool messages and content-less assistant turns out of the history, and maps developer to system", () => {
@@ -70,7 +85,9 @@ describe("parseChatRequest", () => {
     [{ model: "m", messages: [] }, "messages"],
     [{ model: "m", messages: [{ role: "robot", content: "x" }] }, "messages[0].role"],
     [{ model: "m", messages: [{ role: "user", content: 5 }] }, "messages[0].content"],
-    [{ model: "m", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "u" } }] }] }, "messages[0].content"],
+    [{ model: "m", messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "", format: "wav" } }] }] }, "messages[0].content"],
+    [{ model: "m", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "" } }] }] }, "messages[0].content[0].image_url.url"],
+    [{ model: "m", messages: [{ role: "system", content: [{ type: "image_url", image_url: { url: "https://x/y.png" } }] }, { role: "user", content: "x" }] }, "messages[0].content"],
     [{ model: "m", messages: [{ role: "user" }] }, "messages[0].content"],
     [{ model: "m", messages: [{ role: "system", content: "only a system message" }] }, "messages"],
     [{ model: "m", messages: [{ role: "user", content: "x" }], stream: "yes" }, "stream"],

@@ -6,6 +6,7 @@ import OpenAI from "openai";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createApiServerRouter } from "../../src/clients/openai/index.js";
+import { DEFAULT_MEDIA_SETTINGS } from "../../src/gateway/media.js";
 import { wordChunks } from "../../src/agent/providers/echo.js";
 import { buildApp } from "../../src/main/app.js";
 import type { EventKind, EventSubscriber } from "../../src/bus/types.js";
@@ -29,7 +30,7 @@ let server: Server;
 let baseUrl: string;
 let ingress: ScriptedIngress;
 let activeSubscriptions = 0;
-const config = { bodyLimitBytes: 4096, turnReplyTimeoutMs: 700, llm: { baseUrl: null, apiKey: null, model: "test-model" } };
+const config = { bodyLimitBytes: 4096, turnReplyTimeoutMs: 700, llm: { baseUrl: null, apiKey: null, model: "test-model" }, media: DEFAULT_MEDIA_SETTINGS };
 
 // Counts the router's live subscriptions, to see that a request leaves none behind.
 const events: EventSubscriber = {

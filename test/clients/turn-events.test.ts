@@ -32,6 +32,22 @@ describe("TurnEventTracker", () => {
     expect(tracker.remainderOf(end.finalResponse)).toBe(" there");
   });
 
+  it("follows a turn our message was steered into from the moment it joined", async () => {
+    const deltas: string[] = [];
+    const tracker = new TurnEventTracker((text) => deltas.push(text));
+    tracker.bind(9);
+    tracker.offer(event("turn.started", { inbox_ids: [8] }));
+    tracker.offer(event("delta", { text: "Checking", inbox_ids: [8] }));
+    tracker.offer(event("tool.started", { inbox_ids: [8], name: "clock" }));
+    tracker.offer(event("turn.steered", { inbox_ids: [8, 9] }));
+    tracker.offer(event("delta", { text: "Noon", inbox_ids: [8, 9] }));
+    tracker.offer(event("turn.completed", { inbox_ids: [8, 9], final_response: "Noon in Paris" }));
+    expect(deltas).toEqual(["Noon"]);
+    const end = await tracker.end;
+    expect(end.finalResponse).toBe("Noon in Paris");
+    expect(tracker.remainderOf(end.finalResponse)).toBe(" in Paris");
+  });
+
   it("ignores deltas before our turn started and computes the remainder against the last model call", () => {
     const deltas: string[] = [];
     const tracker = new TurnEventTracker((text) => deltas.push(text));

@@ -91,11 +91,18 @@ describe("configuration", () => {
     const temp = makeTempDir("sb-config");
     try {
       const good = join(temp.dir, "good.yaml");
-      writeFileSync(good, "webhooks:\n  gh:\n    secret: s3cret\n    style: github\n    reply: sync\nbusy_modes:\n  slack: interrupt\n");
+      writeFileSync(good, "webhooks:\n  gh:\n    secret: s3cret\n    style: github\n    reply: sync\nbusy_modes:\n  slack: interrupt\n  discord: steer\n");
       const config = loadConfig({ SWITCHBOARD_CONFIG: good });
       expect(config.webhooks.gh).toMatchObject({ secret: "s3cret", style: "github", reply: "sync" });
       expect(busyModeFor(config, "slack")).toBe("interrupt");
-      expect(busyModeFor(config, "discord")).toBe("queue");
+      expect(busyModeFor(config, "discord")).toBe("steer");
+      expect(busyModeFor(config, "webhook")).toBe("queue");
+      expect(loadConfig({ BUSY_MODE: "steer" }).defaultBusyMode).toBe("steer");
+      // Loopback image URLs only by an explicit setting.
+      expect(loadConfig({}).media).toMatchObject({ allowHttpLoopback: false, maxImageBytes: 5 * 1024 * 1024, maxMessageBytes: 10 * 1024 * 1024 });
+      expect(loadConfig({ MEDIA_ALLOW_HTTP_LOOPBACK: "true", MEDIA_MAX_IMAGE_BYTES: "2048" }).media).toMatchObject({ allowHttpLoopback: true, maxImageBytes: 2048 });
+      expect(() => loadConfig({ MEDIA_ALLOW_HTTP_LOOPBACK: "yes" })).toThrow(/MEDIA_ALLOW_HTTP_LOOPBACK/);
+      expect(() => loadConfig({ BUSY_MODE: "steering" })).toThrow(/BUSY_MODE/);
 
       const bad = join(temp.dir, "bad.yaml");
       writeFileSync(bad, "webhooks:\n  gh:\n    secret: s\n    style: gitlab\n");

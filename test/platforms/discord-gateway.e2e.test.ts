@@ -103,6 +103,22 @@ describe("the Discord bot on a Discord-like gateway", () => {
     expect(replies).toHaveLength(1);
   });
 
+  it("downloads an image attachment from Discord's CDN when the turn runs, without the bot token; the model sees it", async () => {
+    const picture = Buffer.alloc(1229, 5);
+    Buffer.from("89504e470d0a1a0a", "hex").copy(picture);
+    const image = discordRest.addAttachment(GENERAL, "engine.png", picture, "image/png");
+    const notes = discordRest.addAttachment(GENERAL, "notes.txt", Buffer.from("gears"), "text/plain; charset=utf-8");
+    const before = discordRest.cdnDownloads.length;
+    const id = discordGateway.guildMessage({ channelId: GENERAL, author: ADA, content: `<@${BOT.id}> what is this?`, attachments: [image, notes] });
+    const expected = "Echo: what is this?\n[attachment notes.txt was not included: it is text/plain; charset=utf-8, and only images are read] [image: image/png, 1.2 KB]";
+    expect(await answered(GENERAL, id, expected)).toHaveLength(1);
+    // Only the image was downloaded, from its signed URL, with no credentials attached.
+    expect(discordRest.cdnDownloads.slice(before)).toEqual([{ path: new URL(image.url).pathname, authorization: null, served: true }]);
+    const row = await gw.gateway.store.findInboxRow("discord", id);
+    const [user] = (await gw.gateway.store.getMessages(row!.session_id)).filter((m) => m.platform_message_id === id);
+    expect(user.attachments).toMatchObject([{ content_type: "image/png", size_bytes: 1229, name: "engine.png" }]);
+  });
+
   it("does not answer its own message or a guild message not addressed to it", async () => {
     // Discord sends the bot its own replies too; in a DM, where every message is addressed to it.
     const own = discordGateway.directMessage({ channelId: DM_CHANNEL, author: BOT, content: "Echo: an earlier reply" });

@@ -54,7 +54,7 @@ describe("the PostgreSQL schema", () => {
   it("is created when missing and migrated to the latest version, each step recorded once", async () => {
     const schema = freshSchema("migrate");
     await open(schema);
-    expect(await tablesIn(schema)).toEqual(["deliveries", "inbox", "messages", "schema_migrations", "session_turn_leases", "sessions"]);
+    expect(await tablesIn(schema)).toEqual(["attachments", "deliveries", "inbox", "messages", "schema_migrations", "session_turn_leases", "sessions"]);
     const versions = await query<{ version: number }>(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
     expect(versions.map((row) => row.version)).toEqual(Array.from({ length: LATEST_PG_SCHEMA_VERSION }, (_, i) => i + 1));
   });

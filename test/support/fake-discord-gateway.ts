@@ -145,6 +145,16 @@ interface WireMember {
   user?: WireUser;
 }
 
+/** An attachment of a message (Discord's wire shape); the fake REST API's CDN can serve its url. */
+export interface WireAttachment {
+  id: string;
+  filename: string;
+  size: number;
+  url: string;
+  proxy_url: string;
+  content_type?: string;
+}
+
 interface WireMessage {
   id: string;
   channel_id: string;
@@ -159,7 +169,7 @@ interface WireMessage {
   mention_everyone: boolean;
   mentions: Array<WireUser & { member?: WireMember }>;
   mention_roles: string[];
-  attachments: never[];
+  attachments: WireAttachment[];
   embeds: never[];
   components: never[];
   pinned: boolean;
@@ -219,7 +229,7 @@ export class FakeDiscordGateway {
   }
 
   /** A message in a channel of the guild; returns its id. */
-  guildMessage(input: { channelId: string; author: FakeDiscordUser; content: string }): string {
+  guildMessage(input: { channelId: string; author: FakeDiscordUser; content: string; attachments?: WireAttachment[] }): string {
     if (!this.options.guild.channels.some((c) => c.id === input.channelId)) {
       throw new Error(`channel ${input.channelId} is not in the fake guild`);
     }
@@ -227,7 +237,7 @@ export class FakeDiscordGateway {
   }
 
   /** A direct message to the bot; returns its id. */
-  directMessage(input: { channelId: string; author: FakeDiscordUser; content: string }): string {
+  directMessage(input: { channelId: string; author: FakeDiscordUser; content: string; attachments?: WireAttachment[] }): string {
     return this.messageCreate({ ...input, guildId: null });
   }
 
@@ -391,7 +401,7 @@ export class FakeDiscordGateway {
     live.socket.close(code, problem.slice(0, 120));
   }
 
-  private messageCreate(input: { channelId: string; author: FakeDiscordUser; content: string; guildId: string | null }): string {
+  private messageCreate(input: { channelId: string; author: FakeDiscordUser; content: string; guildId: string | null; attachments?: WireAttachment[] }): string {
     const session = this.requireSession();
     this.users.set(input.author.id, input.author);
     const id = this.snowflake();
@@ -421,7 +431,7 @@ export class FakeDiscordGateway {
       mention_everyone: false,
       mentions: mentioned.map((user) => ({ ...this.wireUser(user), ...(member ? { member } : {}) })),
       mention_roles: [],
-      attachments: [],
+      attachments: input.attachments ?? [],
       embeds: [],
       components: [],
       pinned: false,

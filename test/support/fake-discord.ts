@@ -2,6 +2,9 @@
 // `Authorization: Bot <token>`, interaction follow-ups on /webhooks/:app/:token (no auth, as on
 // Discord), the 2000-character content limit (400 otherwise), and 429 with retry_after on demand.
 // With a gateway address, GET /gateway/bot (bot auth) points a gateway client at it.
+// Attachments: a CDN on the same server serves files at signed URLs (ex/is/hm query, as Discord's
+// are); an unsigned, tampered or expired URL gets 404, and no token is needed or expected.
+import { createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -37,6 +40,22 @@ export interface FakeDiscordOptions {
 
 type Answer = { status: number; body: unknown; headers?: Record<string, string> };
 
+/** An attachment as a MESSAGE_CREATE carries it. */
+export interface FakeDiscordAttachment {
+  id: string;
+  filename: string;
+  size: number;
+  url: string;
+  proxy_url: string;
+  content_type: string;
+}
+
+export interface FakeCdnDownload {
+  path: string;
+  authorization: string | null;
+  served: boolean;
+}
+
 const DISCORD_EPOCH = 1420070400000n;
 
 export class FakeDiscord {
@@ -45,6 +64,9 @@ export class FakeDiscord {
   readonly typing: string[] = [];
   private rateLimits: Array<{ count: number; retryAfterSeconds: number; global: boolean; skip: number }> = [];
   private expiredTokens = new Set<string>();
+  readonly cdnDownloads: FakeCdnDownload[] = [];
+  private readonly cdnFiles = new Map<string, { data: Buffer; contentType: string }>();
+  private readonly cdnKey = randomBytes(16);
   private sequence = 0n;
 
   private constructor(
@@ -90,6 +112,19 @@ export class FakeDiscord {
     this.expiredTokens.add(token);
   }
 
+  /** A file posted in `channelId`: its attachment object, with a signed CDN URL valid for `ttlSeconds`. */
+  addAttachment(channelId: string, filename: string, data: Buffer, contentType: string, ttlSeconds = 86_400): FakeDiscordAttachment {
+    const id = this.snowflake();
+    const path = `/attachments/${channelId}/${id}/${encodeURIComponent(filename)}`;
+    this.cdnFiles.set(path, { data, contentType });
+    const now = Math.floor(Date.now() / 1000);
+    const ex = (now + ttlSeconds).toString(16);
+    const is = now.toString(16);
+    const { port } = this.server.address() as AddressInfo;
+    const url = `http://127.0.0.1:${port}${path}?ex=${ex}&is=${is}&hm=${this.cdnSignature(path, ex, is)}&`;
+    return { id, filename, size: data.length, url, proxy_url: url, content_type: contentType };
+  }
+
   messagesIn(channelId: string): FakeDiscordMessage[] {
     return [...this.messages.values()].filter((m) => m.channel_id === channelId);
   }
@@ -99,7 +134,30 @@ export class FakeDiscord {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  private cdnSignature(path: string, ex: string, is: string): string {
+    return createHmac("sha256", this.cdnKey).update(`${path}:${ex}:${is}`).digest("hex");
+  }
+
+  private serveCdn(req: IncomingMessage, res: ServerResponse, url: URL): void {
+    const file = this.cdnFiles.get(url.pathname);
+    const ex = url.searchParams.get("ex") ?? "";
+    const is = url.searchParams.get("is") ?? "";
+    const signed = url.searchParams.get("hm") === this.cdnSignature(url.pathname, ex, is);
+    const fresh = parseInt(ex, 16) * 1000 > Date.now();
+    const served = Boolean(file && signed && fresh);
+    this.cdnDownloads.push({ path: url.pathname, authorization: req.headers.authorization ?? null, served });
+    if (!served || !file) {
+      res.writeHead(404, { "content-type": "text/plain" });
+      res.end("This content is no longer available.");
+      return;
+    }
+    res.writeHead(200, { "content-type": file.contentType, "content-length": file.data.length });
+    res.end(file.data);
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requested = new URL(req.url ?? "/", "http://localhost");
+    if (req.method === "GET" && requested.pathname.startsWith("/attachments/")) return this.serveCdn(req, res, requested);
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");

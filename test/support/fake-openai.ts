@@ -6,7 +6,8 @@
 // In-process:  const fake = await startFakeOpenAI({ apiKey: "k" }); new OpenAI({ baseURL: fake.url, apiKey: "k" })
 // Standalone:  node --import tsx test/support/fake-openai.ts --port 0 --api-key k [--slow-chunks 50 --chunk-delay-ms 100]
 //              prints its base URL (…/v1) as the first stdout line. Other processes can script it
-//              through POST /_fake/enqueue, POST /_fake/default and GET /_fake/state (same bearer key).
+//              through POST /_fake/enqueue, POST /_fake/default, POST /_fake/release ({name}) and
+//              GET /_fake/state (same bearer key).
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { timingSafeEqual } from "node:crypto";
@@ -28,9 +29,11 @@ export interface ScriptedToolCall {
 
 /** One scripted answer. `delayMs` waits before the response starts (before headers). */
 export type ScriptedResponse =
-  | { kind: "text"; text: string; chunks?: string[]; chunkDelayMs?: number; finishReason?: string; delayMs?: number }
+  | { kind: "text"; text: string; chunks?: string[]; chunkDelayMs?: number; finishReason?: string; delayMs?: number; holdUntil?: string }
   | {
       kind: "tool_calls";
+      /** Send everything but the end of the response, then wait until `release(holdUntil)` (or the client leaves). */
+      holdUntil?: string;
       calls: ScriptedToolCall[];
       content?: string;
       /** Split streamed arguments into pieces of this many characters. Default 8. */
@@ -78,6 +81,31 @@ export interface RecordedRequest {
   aborted: boolean;
 }
 
+/** One message of a recorded chat completion request, as the client sent it. */
+export interface RecordedMessage {
+  role: string;
+  /** A string, or content parts (`{type: "text", text}`, `{type: "image_url", image_url: {url}}`). */
+  content?: unknown;
+  tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+/** The messages a recorded chat completion request carried (empty for other requests). */
+export function messagesOf(request: RecordedRequest): RecordedMessage[] {
+  const body = request.body as { messages?: unknown } | undefined;
+  return Array.isArray(body?.messages) ? (body.messages as RecordedMessage[]) : [];
+}
+
+/** A message's text: the string content, or its text parts joined. */
+export function textOfMessage(message: RecordedMessage): string {
+  return textOf(message.content);
+}
+
+/** The URLs of a message's `image_url` parts, in order. */
+export function imageUrlsOfMessage(message: RecordedMessage): string[] {
+  return imageUrlsOf(message.content);
+}
+
 export interface FakeOpenAIStats {
   /** Streams the client closed before `[DONE]`. */
   abortedStreams: number;
@@ -107,6 +135,8 @@ export interface FakeOpenAI {
   completionRequests(): RecordedRequest[];
   enqueue(...responses: ScriptedResponse[]): void;
   setDefault(response: ScriptedResponse): void;
+  /** Let responses scripted with `holdUntil: name` finish (now and from then on). */
+  release(name: string): void;
   /** Resolves once `predicate()` holds (checked on every request and stream event), or rejects after `timeoutMs`. */
   waitFor(predicate: () => boolean, timeoutMs?: number, what?: string): Promise<void>;
   close(): Promise<void>;
@@ -140,6 +170,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions): Promise<FakeO
     setDefault: (response) => {
       state.defaultResponse = response;
     },
+    release: (name) => state.release(name),
     waitFor: (predicate, timeoutMs = 5_000, what = "condition") => state.waitFor(predicate, timeoutMs, what),
     close: async () => {
       state.closing = true;
@@ -157,6 +188,7 @@ class FakeState {
   defaultResponse: ScriptedResponse;
   closing = false;
   private readonly listeners = new Set<() => void>();
+  private readonly released = new Set<string>();
   private readonly key: Buffer;
   private counter = 0;
 
@@ -167,6 +199,28 @@ class FakeState {
 
   changed(): void {
     for (const listener of [...this.listeners]) listener();
+  }
+
+  release(name: string): void {
+    this.released.add(name);
+    this.changed();
+  }
+
+  /** Until `release(name)`, the server closes, or the response's connection closes. */
+  private hold(name: string | undefined, res: ServerResponse): Promise<void> {
+    if (name === undefined || this.released.has(name) || res.destroyed) return Promise.resolve();
+    return new Promise((done) => {
+      const check = (): void => {
+        if (this.released.has(name) || this.closing || res.destroyed) finish();
+      };
+      const finish = (): void => {
+        this.listeners.delete(check);
+        res.off("close", finish);
+        done();
+      };
+      this.listeners.add(check);
+      res.once("close", finish);
+    });
   }
 
   waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -255,6 +309,7 @@ class FakeState {
     record.stream = request.stream === true;
     const script = this.queue.shift() ?? this.defaultResponse;
     record.answeredWith = script.kind;
+    this.changed();
     await this.answer(res, request, script);
   }
 
@@ -287,6 +342,7 @@ class FakeState {
       if (plan.stall) return waitOrClosed(Number.POSITIVE_INFINITY, res);
       const total = plan.chunkDelayMs * Math.max(0, plan.pieces.length - 1);
       if (total) await waitOrClosed(total, res);
+      await this.hold(plan.holdUntil, res);
       if (res.destroyed) return;
       sendJson(res, 200, completionBody(meta, plan, usageFor(request, plan)));
     }
@@ -333,6 +389,8 @@ class FakeState {
       send(piece);
     }
     if (plan.stall) return waitOrClosed(Number.POSITIVE_INFINITY, res);
+    await this.hold(plan.holdUntil, res);
+    if (res.destroyed) return;
     send({}, plan.finishReason);
     if (includeUsage) {
       const usage = usageFor(request, plan);
@@ -363,6 +421,10 @@ class FakeState {
       this.queue.push(...(Array.isArray(body) ? (body as ScriptedResponse[]) : [body as ScriptedResponse]));
       return sendJson(res, 200, { queued: this.queue.length });
     }
+    if (route === "POST /_fake/release" && isObject(body) && typeof body.name === "string") {
+      this.release(body.name);
+      return sendJson(res, 200, { ok: true });
+    }
     if (route === "POST /_fake/default") {
       this.defaultResponse = body as ScriptedResponse;
       return sendJson(res, 200, { ok: true });
@@ -382,12 +444,13 @@ interface Plan {
   pieces: Array<Record<string, unknown>>;
   chunkDelayMs: number;
   stall: boolean;
+  holdUntil?: string;
 }
 
 async function planFor(script: Exclude<ScriptedResponse, { kind: "error" | "disconnect" }>, request: ChatRequest): Promise<Plan> {
   switch (script.kind) {
     case "text":
-      return textPlan(script.text, script.chunks, script.chunkDelayMs ?? 0, script.finishReason ?? "stop");
+      return { ...textPlan(script.text, script.chunks, script.chunkDelayMs ?? 0, script.finishReason ?? "stop"), holdUntil: script.holdUntil };
     case "slow": {
       const first = `Echo: ${lastUserText(request.messages)}`;
       const chunks = Array.from({ length: script.chunks }, (_, i) => (i === 0 ? first : ` ${i + 1}`));
@@ -396,7 +459,7 @@ async function planFor(script: Exclude<ScriptedResponse, { kind: "error" | "disc
     case "stall":
       return { ...textPlan((script.chunks ?? []).join(""), script.chunks ?? [], 0, "stop"), stall: true };
     case "tool_calls":
-      return toolPlan(script);
+      return { ...toolPlan(script), holdUntil: script.holdUntil };
     case "echo_tool_results":
       return textPlan(`Tool results: ${lastToolResults(request.messages).join(" | ")}`, undefined, 0, "stop");
     case "echo": {
@@ -594,7 +657,33 @@ function validateMessage(message: unknown, at: string): Invalid | undefined {
   }
   if (content === undefined) return missing(`${at}.content`);
   if (!contentOk) return typeError(`${at}.content`, "a string", content);
+  if (Array.isArray(content)) {
+    for (const [j, part] of (content as unknown[]).entries()) {
+      const invalid = validatePart(part, `${at}.content[${j}]`, message.role);
+      if (invalid) return invalid;
+    }
+  }
   if (message.role === "tool" && typeof message.tool_call_id !== "string") return missing(`${at}.tool_call_id`);
+  return undefined;
+}
+
+const DATA_IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/]+={0,2})$/;
+
+/** Content parts as the API takes them: text anywhere, images only from the user, data URLs that decode. */
+function validatePart(part: unknown, at: string, role: string): Invalid | undefined {
+  if (!isObject(part)) return typeError(at, "an object", part);
+  if (part.type === "text") return typeof part.text === "string" ? undefined : missing(`${at}.text`);
+  if (part.type !== "image_url") {
+    return { message: `Invalid value: '${String(part.type)}'. Supported values are: 'text' and 'image_url'.`, param: `${at}.type`, code: "invalid_value" };
+  }
+  if (role !== "user") return { message: `Image URLs are only allowed for messages with role 'user', but this message with role '${role}' contains an image URL.`, param: at, code: "invalid_value" };
+  const image = part.image_url;
+  if (!isObject(image) || typeof image.url !== "string") return missing(`${at}.image_url.url`);
+  if (image.url.startsWith("data:")) {
+    if (!DATA_IMAGE.test(image.url)) return { message: "Invalid image data URL: expected data:image/(png|jpeg|gif|webp);base64,<data>.", param: `${at}.image_url.url`, code: "invalid_image_format" };
+  } else if (!/^https?:\/\//.test(image.url)) {
+    return { message: "Invalid image URL.", param: `${at}.image_url.url`, code: "invalid_image_url" };
+  }
   return undefined;
 }
 
@@ -677,11 +766,6 @@ function lastToolResults(messages: WireMessage[]): string[] {
   return asked < 0 ? [] : messages.slice(asked + 1).filter((m) => m.role === "tool").map((m) => textOf(m.content));
 }
 
-/** The messages a recorded chat completion request sent. */
-export function messagesOf(request: RecordedRequest): WireMessage[] {
-  return isObject(request.body) && Array.isArray(request.body.messages) ? (request.body.messages as WireMessage[]) : [];
-}
-
 /** The tools (function name, description, JSON schema) a recorded chat completion request offered. */
 export function offeredToolsOf(request: RecordedRequest): Array<{ name: string; description?: string; parameters?: Record<string, unknown> }> {
   const tools = isObject(request.body) && Array.isArray(request.body.tools) ? (request.body.tools as unknown[]) : [];
@@ -689,6 +773,22 @@ export function offeredToolsOf(request: RecordedRequest): Array<{ name: string; 
     if (!isObject(tool) || !isObject(tool.function) || typeof tool.function.name !== "string") return [];
     const { name, description, parameters } = tool.function as { name: string; description?: string; parameters?: Record<string, unknown> };
     return [{ name, description, parameters }];
+  });
+}
+
+function imageUrlsOf(content: unknown): string[] {
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((part: unknown) => {
+    if (!isObject(part) || part.type !== "image_url" || !isObject(part.image_url)) return [];
+    return typeof part.image_url.url === "string" ? [part.image_url.url] : [];
+  });
+}
+
+/** The images of data URLs, as the echo model reads them. */
+function imagesOf(content: unknown): Array<{ contentType: string; data: Uint8Array }> {
+  return imageUrlsOf(content).flatMap((url) => {
+    const match = DATA_IMAGE.exec(url);
+    return match ? [{ contentType: `image/${match[1]}`, data: Buffer.from(match[2], "base64") }] : [];
   });
 }
 
@@ -700,7 +800,8 @@ function lastUserText(messages: WireMessage[]): string {
 function toModelMessages(messages: WireMessage[]): ModelMessage[] {
   return messages.flatMap((m): ModelMessage[] => {
     if (m.role !== "system" && m.role !== "user" && m.role !== "assistant" && m.role !== "tool") return [];
-    return [{ role: m.role, content: textOf(m.content), tool_calls: m.tool_calls as ToolCall[] | undefined, tool_call_id: m.tool_call_id }];
+    const images = imagesOf(m.content);
+    return [{ role: m.role, content: textOf(m.content), tool_calls: m.tool_calls as ToolCall[] | undefined, tool_call_id: m.tool_call_id, ...(images.length ? { images } : {}) }];
   });
 }
 

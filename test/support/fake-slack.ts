@@ -31,6 +31,26 @@ export interface FakeSlackMessage {
   history: string[];
 }
 
+/** A file as Slack lists it in a message event's `files[]`. */
+export interface FakeSlackFile {
+  id: string;
+  name: string;
+  mimetype: string;
+  filetype: string;
+  size: number;
+  url_private: string;
+  url_private_download: string;
+  mode: "hosted";
+  is_external: false;
+}
+
+export interface FakeFileDownload {
+  path: string;
+  authorization: string | null;
+  /** 'file' when the bytes were served; 'login' for Slack's sign-in page (no or a wrong token). */
+  served: "file" | "login" | "missing";
+}
+
 export interface FakeSocketConnection {
   /** 1 for the first connection, counting up. */
   index: number;
@@ -72,6 +92,8 @@ export class FakeSlack {
   private rateLimits: Array<{ count: number; retryAfterSeconds: number; channel?: string }> = [];
   private failures: Array<{ count: number; error: string }> = [];
   readonly socketConnections: FakeSocketConnection[] = [];
+  readonly fileDownloads: FakeFileDownload[] = [];
+  private readonly files = new Map<string, { file: FakeSlackFile; data: Buffer }>();
   readonly acks: FakeSocketAck[] = [];
   private readonly ackListeners: Array<(ack: FakeSocketAck) => void> = [];
   private readonly tickets = new Set<string>();
@@ -121,6 +143,29 @@ export class FakeSlack {
   /** The next `count` calls answer `{ok:false, error}`. */
   failNext(count: number, error: string): void {
     this.failures.push({ count, error });
+  }
+
+  /**
+   * A file uploaded to the workspace: served at its `url_private` with the bot token only; without
+   * it, Slack answers 200 with its sign-in page (HTML), as the real one does.
+   */
+  addFile(name: string, data: Buffer, mimetype: string): FakeSlackFile {
+    const id = `F0${randomUUID().replace(/-/g, "").slice(0, 9).toUpperCase()}`;
+    const { port } = this.server.address() as AddressInfo;
+    const url = `http://127.0.0.1:${port}/files-pri/${this.options.teamId}-${id}/${encodeURIComponent(name)}`;
+    const file: FakeSlackFile = {
+      id,
+      name,
+      mimetype,
+      filetype: name.split(".").pop() ?? "bin",
+      size: data.length,
+      url_private: url,
+      url_private_download: `${url}?download=1`,
+      mode: "hosted",
+      is_external: false,
+    };
+    this.files.set(new URL(url).pathname, { file, data });
+    return file;
   }
 
   callsTo(method: string): FakeSlackCall[] {
@@ -237,9 +282,30 @@ export class FakeSlack {
     );
   }
 
+  private serveFile(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const authorization = req.headers.authorization ?? null;
+    const stored = this.files.get(path);
+    if (!stored) {
+      this.fileDownloads.push({ path, authorization, served: "missing" });
+      res.writeHead(404, { "content-type": "text/html; charset=utf-8" });
+      res.end("<html><body>File not found</body></html>");
+      return;
+    }
+    if (authorization !== `Bearer ${this.options.botToken}`) {
+      this.fileDownloads.push({ path, authorization, served: "login" });
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end("<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to your workspace</body></html>");
+      return;
+    }
+    this.fileDownloads.push({ path, authorization, served: "file" });
+    res.writeHead(200, { "content-type": stored.file.mimetype, "content-length": stored.data.length });
+    res.end(stored.data);
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
     const url = new URL(req.url ?? "/", "http://localhost");
+    if (req.method === "GET" && url.pathname.startsWith("/files-pri/")) return this.serveFile(req, res, url.pathname);
     const method = url.pathname.replace(/^\/api\//, "");
     const contentType = req.headers["content-type"] ?? null;
     const params = parseParams(raw, contentType);

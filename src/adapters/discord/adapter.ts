@@ -20,6 +20,7 @@ import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.
 import type { MessagePoster } from "../shared/streaming.js";
 import { optionalString, requiredString } from "../shared/target.js";
 import { InMemoryThreadMemory, type ThreadMemory } from "../../bus/thread-memory.js";
+import { fetchDiscordAttachment } from "./attachments.js";
 import { discordThreadKey } from "./channels.js";
 import { DISCORD_MAX_CONTENT, normaliseDiscordApiUrl, type DiscordConfig } from "./config.js";
 import { startDiscordGatewayClient, type DiscordGatewayClient } from "./gateway-client.js";
@@ -165,6 +166,10 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
     async typing(target) {
       if (optionalString(target, "kind") === "interaction" || !rest.hasBotToken) return;
       await rest.triggerTyping(requiredString(target, "channel_id", "discord"));
+    },
+
+    fetchMedia(ref, limits) {
+      return fetchDiscordAttachment(ref, limits, { apiUrl, fetch: deps.fetch });
     },
   };
   return adapter;

@@ -5,7 +5,7 @@
 // was mentioned or replied in (kept in a ThreadMemory). Ignored: bots (including itself),
 // webhooks and system messages.
 import type { Message } from "discord.js";
-import type { InboundMessage } from "../../gateway/types.js";
+import type { InboundMessage, MediaRef } from "../../gateway/types.js";
 import type { ThreadMemory } from "../../bus/thread-memory.js";
 import { discordSessionKey, discordThreadKey, isThreadChannel, stripDiscordMention } from "./channels.js";
 
@@ -24,7 +24,7 @@ export interface DiscordMessageLike {
   author: { id: string; bot: boolean; username: string; globalName?: string | null };
   channel: { type: number; parentId?: string | null; ownerId?: string | null; name?: string | null };
   mentions: { users: Array<{ id: string }>; repliedUser?: { id: string } | null };
-  attachments?: Array<{ name?: string | null; url?: string | null; contentType?: string | null }>;
+  attachments?: Array<{ id?: string | null; name?: string | null; url?: string | null; contentType?: string | null; size?: number | null }>;
 }
 
 export interface NormalisedDiscordMessage {
@@ -64,10 +64,13 @@ export function normaliseDiscordMessage(
   }
 
   const text = stripDiscordMention(message.content, botUserId);
-  const attachments = (message.attachments ?? []).map((a) => ({
+  // References only: the files are downloaded when the turn takes the message (fetchMedia).
+  const attachments: MediaRef[] = (message.attachments ?? []).map((a) => ({
+    id: a.id ?? undefined,
     name: a.name ?? undefined,
     url: a.url ?? undefined,
     contentType: a.contentType ?? undefined,
+    size: a.size ?? undefined,
   }));
   if (text === "" && attachments.length === 0) return null;
 
@@ -136,9 +139,11 @@ export function discordMessageLike(message: Message): DiscordMessageLike {
       repliedUser: message.mentions.repliedUser ? { id: message.mentions.repliedUser.id } : null,
     },
     attachments: [...message.attachments.values()].map((a) => ({
+      id: a.id,
       name: a.name,
       url: a.url,
       contentType: a.contentType,
+      size: a.size,
     })),
   };
 }

@@ -17,6 +17,7 @@ import { InMemoryThreadMemory, type ThreadMemory } from "../../bus/thread-memory
 import { createSlackWebClient, slackErrorCode, toSendError, UNEDITABLE_ERRORS } from "./client.js";
 import { normaliseSlackApiUrl, type SlackConfig } from "./config.js";
 import { slackThreadKey } from "./events.js";
+import { fetchSlackFile } from "./files.js";
 import { createSlackIntake, type SlackIntakeContext } from "./intake.js";
 import { slackRoutes } from "./routes.js";
 import { createSocketEnvelopeHandler } from "./socket-envelopes.js";
@@ -194,6 +195,10 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
 
     async typing() {
       // No bot typing indicator in Slack's Web API.
+    },
+
+    fetchMedia(ref, limits) {
+      return fetchSlackFile(ref, limits, { botToken: config.botToken, apiUrl });
     },
   };
   return adapter;

@@ -6,13 +6,15 @@
 // ourselves), message subtypes other than file shares and thread broadcasts, and channel
 // `message` events that mention the bot (the matching `app_mention` event answers those).
 import { z } from "zod";
-import type { InboundMessage } from "../../gateway/types.js";
+import type { InboundMessage, MediaRef } from "../../gateway/types.js";
 import type { ThreadMemory } from "../../bus/thread-memory.js";
 
 const SlackFileSchema = z.looseObject({
+  id: z.string().optional(),
   name: z.string().optional(),
   url_private: z.string().optional(),
   mimetype: z.string().optional(),
+  size: z.number().optional(),
 });
 
 export const SlackEventSchema = z.looseObject({
@@ -131,10 +133,13 @@ export function classifySlackEvent(envelope: SlackEnvelope, ctx: SlackEventConte
   }
 
   const text = stripBotMention(rawText, ctx.botUserId);
-  const attachments = (event.files ?? []).map((file) => ({
+  // References only: the files are downloaded when the turn takes the message (fetchMedia).
+  const attachments: MediaRef[] = (event.files ?? []).map((file) => ({
+    id: file.id,
     name: file.name,
     url: file.url_private,
     contentType: file.mimetype,
+    size: file.size,
   }));
   if (text === "" && attachments.length === 0) return { kind: "ignore", reason: "empty message" };
 

@@ -28,7 +28,8 @@ export class EchoProvider implements ModelProvider {
     const directives = parseToolDirectives(userText);
     const usage = { promptTokens: countWords(messages.map((m) => m.content ?? "").join(" ")) };
 
-    if (directives.calls.length === 0) return this.reply(`Echo: ${userText}`, request, usage);
+    const images = lastUser >= 0 ? imageNotes(messages[lastUser]) : [];
+    if (directives.calls.length === 0) return this.reply(`Echo: ${[userText, ...images].filter(Boolean).join(" ")}`, request, usage);
 
     const after = messages.slice(lastUser + 1);
     const asked = after.find((m) => m.role === "assistant" && (m.tool_calls?.length ?? 0) > 0);
@@ -66,6 +67,17 @@ export class EchoProvider implements ModelProvider {
   private async pause(signal: AbortSignal): Promise<void> {
     if (this.chunkDelayMs > 0) await sleep(this.chunkDelayMs, signal);
   }
+}
+
+/** `[image: image/png, 1.2 KB]` for each image of the message, so tests and demos see them arrive. */
+function imageNotes(message: ModelMessage): string[] {
+  return (message.images ?? []).map((image) => `[image: ${image.contentType}, ${formatSize(image.data.byteLength)}]`);
+}
+
+function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
 }
 
 /** Word-sized pieces that concatenate back to exactly `text`: each word with the space before it. */

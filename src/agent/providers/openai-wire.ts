@@ -1,9 +1,10 @@
 // Our model messages and tools in the shapes the chat completions API takes.
 import type {
+  ChatCompletionContentPart,
   ChatCompletionFunctionTool,
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
-import type { ModelMessage, ToolSpec } from "../types.js";
+import type { ModelImage, ModelMessage, ToolSpec } from "../types.js";
 
 export function toOpenAIMessages(messages: ModelMessage[]): ChatCompletionMessageParam[] {
   return messages.map(toOpenAIMessage);
@@ -15,6 +16,7 @@ function toOpenAIMessage(message: ModelMessage): ChatCompletionMessageParam {
     case "system":
       return { role: "system", content: message.content ?? "", ...name };
     case "user":
+      if (message.images?.length) return { role: "user", content: userParts(message.content ?? "", message.images), ...name };
       return { role: "user", content: message.content ?? "", ...name };
     case "tool":
       return { role: "tool", content: message.content ?? "", tool_call_id: message.tool_call_id ?? "" };
@@ -33,6 +35,18 @@ function toOpenAIMessage(message: ModelMessage): ChatCompletionMessageParam {
       };
     }
   }
+}
+
+/** The text, then each image as an `image_url` part with a data URL. */
+function userParts(text: string, images: ModelImage[]): ChatCompletionContentPart[] {
+  const parts: ChatCompletionContentPart[] = [];
+  if (text !== "") parts.push({ type: "text", text });
+  for (const image of images) parts.push({ type: "image_url", image_url: { url: dataUrl(image) } });
+  return parts;
+}
+
+export function dataUrl(image: ModelImage): string {
+  return `data:${image.contentType};base64,${Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength).toString("base64")}`;
 }
 
 export function toOpenAITools(tools: ToolSpec[]): ChatCompletionFunctionTool[] {

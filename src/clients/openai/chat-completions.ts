@@ -10,6 +10,7 @@ import { HttpError } from "../../gateway/http-errors.js";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
 import type { SessionStore } from "../../state/types.js";
 import { chatCompletion, completionChunk, completionId, usageChunk, type CompletionMeta } from "./completion.js";
+import { resolveRequestImages } from "./images.js";
 import { idempotencyKeyHeader, parseChatRequest, RequestError, sessionIdHeader, type ChatRequest } from "./request.js";
 import { SseWriter } from "./sse.js";
 import { TurnEventTracker, type TurnEnd } from "./turn-events.js";
@@ -20,7 +21,7 @@ export interface ApiServerDeps {
   ingress: GatewayIngress;
   events: EventSubscriber;
   store: Pick<SessionStore, "conversationIdOf" | "getInboxRow" | "findInboxRow">;
-  config: Pick<CoreConfig, "bodyLimitBytes" | "turnReplyTimeoutMs" | "llm">;
+  config: Pick<CoreConfig, "bodyLimitBytes" | "turnReplyTimeoutMs" | "llm" | "media">;
   logger: Logger;
 }
 
@@ -73,6 +74,8 @@ async function prepare(deps: ApiServerDeps, req: Request): Promise<PreparedReque
     if (err instanceof RequestError) throw new HttpError(400, err.code, err.message);
     throw err;
   }
+  // Decoded and fetched before anything is recorded: a refused image refuses the request whole.
+  const images = await resolveRequestImages(request.imageUrls, deps.config.media);
   // A key is scoped to the addressed session, so two conversations that both number their
   // requests from 1 never take each other's answers; without a session it is global.
   const platformMessageId = idempotencyKey ? (addressed ? `idem:${addressed}:${idempotencyKey}` : `idem:${idempotencyKey}`) : randomUUID();
@@ -99,6 +102,7 @@ async function prepare(deps: ApiServerDeps, req: Request): Promise<PreparedReque
     text: request.input,
     receivedAt: Date.now(),
     replyTarget: null,
+    ...(images.length > 0 ? { images } : {}),
     ...(seedHistory.length > 0 ? { seedHistory } : {}),
   };
   return { request, inbound, addressed };

@@ -7,8 +7,16 @@ const textPart = z.looseObject({
   text: z.string(),
 });
 
-const content = z.union([z.string(), z.array(textPart)], {
-  error: "must be a string or an array of text parts ({\"type\":\"text\",\"text\":...})",
+const imagePart = z.looseObject({
+  type: z.literal("image_url"),
+  image_url: z.looseObject({
+    url: z.string().min(1),
+    detail: z.enum(["auto", "low", "high"]).optional(),
+  }),
+});
+
+const content = z.union([z.string(), z.array(z.union([textPart, imagePart]))], {
+  error: "must be a string or an array of content parts ({\"type\":\"text\",\"text\":...} or {\"type\":\"image_url\",\"image_url\":{\"url\":...}})",
 });
 
 const ROLES = ["system", "developer", "user", "assistant", "tool"] as const;
@@ -36,6 +44,9 @@ const chatCompletionBody = z
       if ((m.role === "user" || m.role === "system" || m.role === "developer") && (m.content === null || m.content === undefined)) {
         ctx.addIssue({ code: "custom", path: ["messages", i, "content"], message: `is required for a ${m.role} message` });
       }
+      if (m.role !== "user" && Array.isArray(m.content) && m.content.some((part) => part.type === "image_url")) {
+        ctx.addIssue({ code: "custom", path: ["messages", i, "content"], message: "image parts are only allowed in user messages" });
+      }
     });
     if (!body.messages.some((m) => m.role === "user")) {
       ctx.addIssue({ code: "custom", path: ["messages"], message: "must contain a user message (the last one is the new input)" });
@@ -58,6 +69,8 @@ export interface ChatRequest {
   userId: string | null;
   /** The last user message: the new input. */
   input: string;
+  /** The image URLs (data: or https:) of the last user message, in order. */
+  imageUrls: string[];
   /** The messages before it, for seeding a fresh session (tool messages and empty turns left out). */
   history: SeedMessage[];
 }
@@ -96,6 +109,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
     includeUsage: data.stream_options?.include_usage === true,
     userId: data.user ?? null,
     input: textOf(data.messages[lastUser]),
+    imageUrls: imageUrlsOf(data.messages[lastUser]),
     history: data.messages.slice(0, lastUser).flatMap(seedOf),
   };
 }
@@ -103,7 +117,12 @@ export function parseChatRequest(body: unknown): ChatRequest {
 function textOf(m: RequestMessage): string {
   if (m.content === null || m.content === undefined) return "";
   if (typeof m.content === "string") return m.content;
-  return m.content.map((part) => part.text).join("\n");
+  return m.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
+}
+
+function imageUrlsOf(m: RequestMessage): string[] {
+  if (!Array.isArray(m.content)) return [];
+  return m.content.flatMap((part) => (part.type === "image_url" ? [part.image_url.url] : []));
 }
 
 function seedOf(m: RequestMessage): SeedMessage[] {

@@ -79,7 +79,8 @@ export class TurnEventTracker {
     if (this.ended) return;
     const ids = inboxIdsOf(event);
     const ours = ids !== null && ids.includes(inboxId);
-    if (event.kind === "turn.started" && ours) {
+    // A message steered into a running turn follows that turn from the moment it joined.
+    if ((event.kind === "turn.started" || event.kind === "turn.steered") && ours) {
       this.started = true;
       return;
     }

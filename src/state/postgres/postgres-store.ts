@@ -28,7 +28,9 @@ import type {
   SessionStore,
   SessionSummary,
   StaleLease,
+  StoredAttachment,
 } from "../types.js";
+import { PgAttachmentSql } from "./attachments.js";
 import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransaction, isTransientPgError } from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
@@ -65,6 +67,7 @@ export class PostgresStore implements SessionStore {
   private readonly leases: PgLeaseSql;
   private readonly inbox = new PgInboxSql();
   private readonly deliveries = new PgDeliverySql();
+  private readonly attachments = new PgAttachmentSql();
   private readonly notifier: LeaseReleaseNotifier | null;
   private readonly unsubscribeNotifier: (() => void) | null;
   private readonly pollIntervalMs: number;
@@ -207,6 +210,9 @@ export class PostgresStore implements SessionStore {
       } catch (err) {
         throw isMissingSession(err) ? new UnknownSessionError(sessionId) : err;
       }
+      for (const [index, message] of messages.entries()) {
+        if (message.attachments?.length) await this.attachments.storeForMessage(client, sessionId, messageIds[index], message.attachments, now);
+      }
       const completion = options.endRecords?.completeInbox;
       if (completion) await this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now);
       const deliveryIds = options.endRecords?.deliveries ? await this.deliveries.insertAll(client, options.endRecords.deliveries, now) : [];
@@ -214,16 +220,38 @@ export class PostgresStore implements SessionStore {
     });
   }
 
+  // Messages are read before their attachments: a message's attachments commit with it (one flush),
+  // so every message read has all of its attachments in the later read.
   async getMessages(sessionId: string): Promise<MessageRow[]> {
     const rows = await this.run((db) => this.messages.rows(db, sessionId));
-    return rows.map((row) => toMessageRow(sessionId, row));
+    const attachments = await this.run((db) => this.attachments.bySessionMessage(db, sessionId, false));
+    return rows.map((tuple) => {
+      const row = toMessageRow(sessionId, tuple);
+      const held = attachments.get(row.id);
+      if (held) row.attachments = held;
+      return row;
+    });
+  }
+
+  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
+    return this.run((db) => this.attachments.forInbox(db, inboxId));
+  }
+
+  async getAttachment(id: number): Promise<StoredAttachment | null> {
+    return this.run((db) => this.attachments.get(db, id));
   }
 
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
     const includeRowIds = options.includeRowIds === true;
     const rows = await this.run((db) => this.messages.rows(db, sessionId));
-    const transcript = rows.map((row) => toConversationMessage(row, includeRowIds));
+    const attachments = await this.run((db) => this.attachments.bySessionMessage(db, sessionId, true));
+    const transcript = rows.map((row) => {
+      const message = toConversationMessage(row, includeRowIds);
+      const held = attachments.get(row[0]);
+      if (held) message.attachments = held;
+      return message;
+    });
     return options.repairAlternation ? repairToolPairing(transcript) : transcript;
   }
 
@@ -304,7 +332,15 @@ export class PostgresStore implements SessionStore {
   // ---- inbox ----
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
-    return this.run((db) => this.inbox.record(db, insert, this.now(), null));
+    const uploads = insert.attachments ?? [];
+    if (uploads.length === 0) return this.run((db) => this.inbox.record(db, insert, this.now(), null));
+    // With attachments, the row and its images are one transaction: a turn never sees one without the other.
+    return this.transaction(async (client) => {
+      const now = this.now();
+      const recorded = await this.inbox.record(client, insert, now, null);
+      if (recorded.inserted) await this.attachments.insertForInbox(client, recorded.row.id, uploads, now);
+      return recorded;
+    });
   }
 
   /** A duplicate of a message already recorded returns the existing row unchanged. */

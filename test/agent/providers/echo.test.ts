@@ -23,6 +23,22 @@ describe("EchoProvider", () => {
     expect(echo.model).toBe("echo");
   });
 
+  it("mentions the images of the last user message, with their type and size", async () => {
+    const echo = new EchoProvider();
+    const png = new Uint8Array(1229);
+    const jpeg = new Uint8Array(300);
+    const withText = await echo.complete({
+      messages: [
+        { role: "user", content: "older", images: [{ contentType: "image/gif", data: new Uint8Array(10) }] },
+        { role: "user", content: "what is this?", images: [{ contentType: "image/png", data: png }, { contentType: "image/jpeg", data: jpeg }] },
+      ],
+      signal: live(),
+    });
+    expect(withText.content).toBe("Echo: what is this? [image: image/png, 1.2 KB] [image: image/jpeg, 300 B]");
+    const alone = await echo.complete({ messages: [{ role: "user", content: "", images: [{ contentType: "image/webp", data: new Uint8Array(3 * 1024 * 1024) }] }], signal: live() });
+    expect(alone.content).toBe("Echo: [image: image/webp, 3.0 MB]");
+  });
+
   it("streams word-sized chunks that concatenate to the reply", async () => {
     const deltas: string[] = [];
     const result = await new EchoProvider().complete({

@@ -13,6 +13,7 @@ import type {
   MessageRow,
   SessionRow,
   SessionStore,
+  StoredAttachment,
   SessionSummary,
   StaleLease,
 } from "../../../src/state/types.js";
@@ -116,6 +117,8 @@ export class StubStore implements SessionStore {
   ensureSessionForKey(): Promise<SessionRow> { return notUsed("ensureSessionForKey"); }
   appendMessage(): Promise<number> { return notUsed("appendMessage"); }
   getMessages(): Promise<MessageRow[]> { return notUsed("getMessages"); }
+  inboxAttachments(): Promise<StoredAttachment[]> { return notUsed("inboxAttachments"); }
+  getAttachment(): Promise<StoredAttachment | null> { return notUsed("getAttachment"); }
   tryAcquireSessionTurnLease(): Promise<boolean> { return notUsed("tryAcquireSessionTurnLease"); }
   getSessionTurnLease(): Promise<null> { return notUsed("getSessionTurnLease"); }
   close(): Promise<void> { return Promise.resolve(); }
