@@ -1,7 +1,8 @@
-// switchboard serve [--no-workers] | switchboard worker
+// switchboard serve [--no-workers] | switchboard worker | switchboard migrate-store …
 import { ConfigError, loadConfig } from "./config.js";
 import { RedisBinaryMissingError } from "../bus/embedded-redis.js";
 import { createLogger } from "../gateway/logger.js";
+import { MIGRATE_STORE_USAGE, runMigrateStore } from "./migrate-store-command.js";
 import { startGateway, VERSION } from "./server.js";
 
 const USAGE = `switchboard ${VERSION}
@@ -9,9 +10,12 @@ const USAGE = `switchboard ${VERSION}
 Usage:
   switchboard serve [--no-workers]   HTTP + WebSocket ingress and workers (default)
   switchboard worker                 workers only
+  switchboard migrate-store …        copy an SQLite store into PostgreSQL (see below)
   switchboard --help
 
-Configuration: environment variables (see README) and an optional YAML file in SWITCHBOARD_CONFIG.`;
+Configuration: environment variables (see README) and an optional YAML file in SWITCHBOARD_CONFIG.
+
+${MIGRATE_STORE_USAGE}`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...flags] = argv;
@@ -19,6 +23,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  if (command === "migrate-store") return runMigrateStore(flags, process.env);
   if (command !== "serve" && command !== "worker") {
     console.error(`unknown command: ${command}\n\n${USAGE}`);
     return 2;
