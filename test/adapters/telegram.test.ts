@@ -105,7 +105,7 @@ describe("normaliseTelegramUpdate", () => {
     expect(plain.sessionKey).toBe(`telegram:${group.id}`);
   });
 
-  it("takes captions as text and keeps the file ids", () => {
+  it("takes captions as text, references the files by id for the download, and keeps the file ids", () => {
     const inbound = message(
       decide({
         update_id: 10,
@@ -113,7 +113,7 @@ describe("normaliseTelegramUpdate", () => {
       }),
     );
     expect(inbound.text).toBe("what is this?");
-    expect(inbound.attachments).toEqual([{ name: "a.pdf", contentType: "application/pdf" }]);
+    expect(inbound.attachments).toEqual([{ id: "BQAC-doc", name: "a.pdf", contentType: "application/pdf" }]);
     expect(inbound.displayMetadata).toMatchObject({ file_ids: ["BQAC-doc"], media: ["document"] });
   });
 

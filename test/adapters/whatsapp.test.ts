@@ -99,15 +99,25 @@ describe("WhatsApp messages", () => {
     });
   });
 
-  it("captions of images and documents are text; media ids go to the display metadata", () => {
+  it("captions of images and documents are text; the media is a reference by id, and its id goes to the display metadata", () => {
     expect(classifyWhatsAppMessage(fixtureMessage("image_message.json"), ctx)).toMatchObject({
       kind: "accept",
-      message: { text: "Can you find this one in blue?", displayMetadata: { media: { id: "1003383421387256", mime_type: "image/jpeg" } } },
+      message: {
+        text: "Can you find this one in blue?",
+        attachments: [{ id: "1003383421387256", name: "image", contentType: "image/jpeg" }],
+        displayMetadata: { media: { id: "1003383421387256", mime_type: "image/jpeg" } },
+      },
     });
     expect(classifyWhatsAppMessage(fixtureMessage("document_message.json"), ctx)).toMatchObject({
       kind: "accept",
-      message: { text: "Here is the receipt", displayMetadata: { media: { id: "1165483341958211", filename: "receipt-2025-06.pdf" } } },
+      message: {
+        text: "Here is the receipt",
+        attachments: [{ id: "1165483341958211", name: "receipt-2025-06.pdf", contentType: "application/pdf" }],
+        displayMetadata: { media: { id: "1165483341958211", filename: "receipt-2025-06.pdf" } },
+      },
     });
+    const text = classifyWhatsAppMessage({ from: "1", id: "wamid.t", type: "text", text: { body: "hi" } }, ctx);
+    expect(text.kind === "accept" && text.message.attachments).toBe(undefined);
   });
 
   it("tapped buttons and list rows answer with their titles", () => {

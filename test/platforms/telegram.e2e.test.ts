@@ -230,12 +230,12 @@ describe("Telegram webhook through the gateway", () => {
     expect(sessions.map((s) => s?.session_key)).toEqual([`telegram:${forum.id}:${design}`, `telegram:${forum.id}:${ops}`]);
   });
 
-  it("takes a photo's caption as the text and keeps its file ids in the display metadata", async () => {
+  it("takes a photo's caption as the text, shows the model the photo, and keeps its file ids in the display metadata", async () => {
     const group = fake.group("Photos");
     const update = fake.userMessage(group, `@${TELEGRAM_BOT_USERNAME} what is in this picture?`, { media: "photo" });
     expect(await deliver(update)).toBe("accepted");
     await sentTelegramReply(gw.gateway, update);
-    expect(fake.botMessagesIn(group.id).map((m) => m.text)).toEqual(["Echo: what is in this picture?"]);
+    expect(fake.botMessagesIn(group.id).map((m) => m.text)).toEqual(["Echo: what is in this picture? [image: image/jpeg, 95.8 KB]"]);
     const row = await inboxRowOfUpdate(gw.gateway, update);
     const user = (await gw.gateway.store.getMessages(row.session_id)).find((m) => m.role === "user");
     const photo = (update.message as { photo: Array<{ file_id: string }> }).photo;

@@ -2,6 +2,7 @@
 // API that checks requests as Meta does, with the turn and delivery workers, Redis, SQLite and an
 // OpenAI-compatible model server (a fake, answering `Echo: <text>` unless scripted) all real.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fakeJpeg } from "../support/fake-telegram.js";
 import { FakeWhatsApp, freshWaId, type FakeInboundMessage, type FakeWhatsAppCall } from "../support/fake-whatsapp.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
@@ -328,6 +329,7 @@ describe("WhatsApp through the gateway", () => {
     const voice = fake.fixtureMessage("audio_message.json", person);
     const reaction = fake.fixtureMessage("reaction_message.json", person);
     const image = fake.fixtureMessage("image_message.json", person);
+    fake.addMedia(fakeJpeg(1229), "image/jpeg", "1003383421387256");
     const res = await fake.deliver(base, fake.messagesWebhook([voice, reaction, image]));
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ accepted: 1, rejected: 1, ignored: 1 });
@@ -338,7 +340,7 @@ describe("WhatsApp through the gateway", () => {
     });
     expect(await gw.gateway.store.findInboxRow("whatsapp", reaction.wamid)).toBeNull();
     await sentReply(image);
-    expect(fake.sentTo(person).map((m) => [m.body, m.contextId])).toEqual([["Echo: Can you find this one in blue?", image.wamid]]);
+    expect(fake.sentTo(person).map((m) => [m.body, m.contextId])).toEqual([["Echo: Can you find this one in blue? [image: image/jpeg, 1.2 KB]", image.wamid]]);
     const row = await inboxRowOf(gw.gateway, "whatsapp", image.wamid);
     const [user] = (await gw.gateway.store.getMessages(row.session_id)).filter((m) => m.role === "user");
     expect(user.display_kind).toBe("whatsapp_image");

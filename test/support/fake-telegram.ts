@@ -72,6 +72,26 @@ export interface UserMessageOptions {
   replyTo?: number;
   /** Send the text as the caption of a photo or a document. */
   media?: "photo" | "document";
+  /**
+   * The bytes getFile and the file route serve for the photo's largest size or the document
+   * (default: a JPEG photo of the declared size, a small PDF document); `mimeType` and `name` are
+   * the document's.
+   */
+  file?: { data: Buffer; mimeType?: string; name?: string };
+}
+
+/** A file the fake serves: getFile gives its path, `/file/bot<token>/<path>` its bytes. */
+export interface FakeFile {
+  fileId: string;
+  path: string;
+  data: Buffer;
+}
+
+/** One request to the file route: the file path asked for, and whether the token was right. */
+export interface FakeFileDownload {
+  path: string;
+  tokenOk: boolean;
+  status: number;
 }
 
 export interface WebhookDelivery {
@@ -131,6 +151,9 @@ export class FakeTelegram {
   webhook: { url: string; secretToken: string | null; allowedUpdates: string[] | null } | null = null;
   commands: Array<{ command: string; description: string }> = [];
   readonly webhookDeliveries: WebhookDelivery[] = [];
+  /** Files by file_id, as getFile knows them. */
+  readonly files = new Map<string, FakeFile>();
+  readonly fileDownloads: FakeFileDownload[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -220,12 +243,15 @@ export class FakeTelegram {
       if (original) message.reply_to_message = this.wire(original);
     }
     if (options.media === "photo") {
+      const large = this.addFile(`AgACAgIAAxkBAAI${chat.id}x${messageId}large`, `photos/file_${messageId}.jpg`, options.file?.data ?? fakeJpeg(98_115));
       message.photo = [
-        { file_id: `AgACAgIAAxkBAAI${messageId}small`, file_unique_id: `AQAD${messageId}s`, width: 90, height: 67, file_size: 1204 },
-        { file_id: `AgACAgIAAxkBAAI${messageId}large`, file_unique_id: `AQAD${messageId}l`, width: 1280, height: 960, file_size: 98_115 },
+        { file_id: `AgACAgIAAxkBAAI${chat.id}x${messageId}small`, file_unique_id: `AQAD${messageId}s`, width: 90, height: 67, file_size: 1204 },
+        { file_id: large.fileId, file_unique_id: `AQAD${messageId}l`, width: 1280, height: 960, file_size: large.data.byteLength },
       ];
     } else if (options.media === "document") {
-      message.document = { file_id: `BQACAgIAAxkBAAI${messageId}doc`, file_unique_id: `AgAD${messageId}d`, file_name: "report.pdf", mime_type: "application/pdf", file_size: 20_480 };
+      const name = options.file?.name ?? "report.pdf";
+      const doc = this.addFile(`BQACAgIAAxkBAAI${chat.id}x${messageId}doc`, `documents/file_${messageId}_${name}`, options.file?.data ?? Buffer.from("%PDF-1.7 fake report"));
+      message.document = { file_id: doc.fileId, file_unique_id: `AgAD${messageId}d`, file_name: name, mime_type: options.file?.mimeType ?? "application/pdf", file_size: doc.data.byteLength };
     }
     if (options.media) {
       message.caption = text;
@@ -235,6 +261,13 @@ export class FakeTelegram {
       if (entities.length) message.entities = entities;
     }
     return { update_id: this.nextUpdateId++, message };
+  }
+
+  /** Makes a file known to getFile and served by the file route. */
+  addFile(fileId: string, path: string, data: Buffer): FakeFile {
+    const file = { fileId, path, data };
+    this.files.set(fileId, file);
+    return file;
   }
 
   /** The `edited_message` update of a person's message, with new text. */
@@ -321,6 +354,7 @@ export class FakeTelegram {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
     const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname.startsWith("/file/")) return this.serveFile(url.pathname, res);
     const match = /^\/bot([^/]*)\/([A-Za-z]+)$/.exec(url.pathname);
     const method = match?.[2] ?? url.pathname;
     const params = parseParams(raw, req.headers["content-type"] ?? null, url.searchParams);
@@ -377,11 +411,38 @@ export class FakeTelegram {
         this.webhook = null;
         if (params.drop_pending_updates === true) this.queue = [];
         return ok(true);
+      case "getFile":
+        return this.getFile(params);
       case "getWebhookInfo":
         return ok({ url: this.webhook?.url ?? "", has_custom_certificate: false, pending_update_count: this.queue.length });
       default:
         return fail(404, "Not Found");
     }
+  }
+
+  /** `GET /file/bot<token>/<file_path>`: the bytes, for the right token only (404 otherwise, as Telegram). */
+  private serveFile(pathname: string, res: ServerResponse): void {
+    const match = /^\/file\/bot([^/]*)\/(.+)$/.exec(pathname);
+    const path = match ? decodeURIComponent(match[2]) : pathname;
+    const tokenOk = match?.[1] === this.token;
+    const file = tokenOk ? [...this.files.values()].find((f) => f.path === path) : undefined;
+    this.fileDownloads.push({ path, tokenOk, status: file ? 200 : 404 });
+    if (!file) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
+      return;
+    }
+    // Telegram serves files as a generic octet stream: the client must look at the bytes.
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.data.byteLength) });
+    res.end(file.data);
+  }
+
+  private getFile(params: Record<string, unknown>): Answer {
+    const file = typeof params.file_id === "string" ? this.files.get(params.file_id) : undefined;
+    if (!file) return fail(400, "Bad Request: invalid file_id");
+    // Bot API limit: bots may download files of at most 20 MB.
+    if (file.data.byteLength > 20 * 1024 * 1024) return fail(400, "Bad Request: file is too big");
+    return ok({ file_id: file.fileId, file_unique_id: `u${file.fileId}`, file_size: file.data.byteLength, file_path: file.path });
   }
 
   private takeRateLimit(method: string): number | null {
@@ -640,6 +701,13 @@ function entitiesOf(text: string): Entity[] {
     entities.push({ type: "mention", offset: (match.index ?? 0) + match[1].length, length: match[2].length });
   }
   return entities;
+}
+
+/** A JPEG of `size` bytes: the JPEG signature, then filler. */
+export function fakeJpeg(size: number): Buffer {
+  const bytes = Buffer.alloc(size, 7);
+  Buffer.from("ffd8ffe0", "hex").copy(bytes);
+  return bytes;
 }
 
 function ok(result: unknown): Answer {

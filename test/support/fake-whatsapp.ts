@@ -7,9 +7,13 @@
 // 131009), a `context.message_id` that names a message this person sent, a read mark for a
 // message that exists. Failures and rate limits (HTTP 429, code 130429, 131056) on demand.
 //
+// Media: `GET /<version>/<media-id>` (bearer token) answers `{url, mime_type, sha256, file_size,
+// id}` for media a person sent; that URL serves the bytes, only with the bearer token (401
+// otherwise), as Meta's lookaside host does.
+//
 // Webhooks: builds the bodies Meta POSTs (messages from a person, statuses of the messages this
 // fake sent) and delivers them signed with the app secret, as Meta does.
-import { createHmac, randomBytes, randomUUID } from "node:crypto";
+import { createHash, createHmac, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fixtureJson } from "../platforms/support/fixtures.js";
@@ -60,6 +64,20 @@ export interface FakeInboundMessage {
   message: Record<string, unknown>;
 }
 
+/** Media a person sent, as the Graph API serves it. */
+export interface FakeMedia {
+  id: string;
+  data: Buffer;
+  mimeType: string;
+}
+
+/** One request to the media download URL. */
+export interface FakeMediaDownload {
+  id: string;
+  authorization: string | null;
+  status: number;
+}
+
 type Answer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
 
 const MAX_TEXT = 4096;
@@ -71,6 +89,8 @@ export class FakeWhatsApp {
   readonly readMarks: string[] = [];
   /** Messages people sent (wamid -> sender): what a reply may quote and a read mark may name. */
   private readonly inbound = new Map<string, string>();
+  readonly media = new Map<string, FakeMedia>();
+  readonly mediaDownloads: FakeMediaDownload[] = [];
   private readonly failures: Array<FakeGraphFailure & { count: number; kind: FakeWhatsAppCall["kind"] }> = [];
   private readonly options: Required<FakeWhatsAppOptions>;
 
@@ -135,6 +155,20 @@ export class FakeWhatsApp {
     const wamid = freshWamid();
     const message = { ...fixtureJson<Record<string, unknown>>("whatsapp", fixture), from, id: wamid, timestamp: String(Math.floor(Date.now() / 1000)), ...overrides };
     return this.remember({ wamid, from, message });
+  }
+
+  /** Media a person uploaded: the Graph API knows its id from now on. */
+  addMedia(data: Buffer, mimeType: string, id = freshMediaId()): FakeMedia {
+    const media = { id, data, mimeType };
+    this.media.set(id, media);
+    return media;
+  }
+
+  /** An image message with a caption whose bytes the Graph API serves (a JPEG unless given). */
+  imageMessage(caption: string, data: Buffer, mimeType = "image/jpeg", from = freshWaId()): FakeInboundMessage {
+    const media = this.addMedia(data, mimeType);
+    const image = { caption, mime_type: mimeType, sha256: createHash("sha256").update(data).digest("base64"), id: media.id };
+    return this.fixtureMessage("image_message.json", from, { image });
   }
 
   /** The body Meta POSTs for these messages (one change; Meta batches several the same way). */
@@ -207,6 +241,7 @@ export class FakeWhatsApp {
     const raw = await readBody(req);
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     const authorization = req.headers.authorization ?? null;
+    if (path.startsWith("/media-download/")) return this.download(path.slice("/media-download/".length), authorization, res);
     let body: Record<string, unknown> | null = null;
     try {
       const parsed: unknown = raw === "" ? null : JSON.parse(raw);
@@ -228,6 +263,7 @@ export class FakeWhatsApp {
     }
     if (!authorization) return graphFail(400, 2500, "An active access token must be used to query information about the current user.");
     if (authorization !== `Bearer ${this.options.accessToken}`) return graphFail(401, 190, "Invalid OAuth access token - Cannot parse access token");
+    if (method === "GET" && edge === undefined && objectId) return this.mediaInfo(objectId);
     if (method !== "POST" || edge !== "messages" || objectId !== this.options.phoneNumberId) {
       return graphFail(400, 100, `Unsupported ${method.toLowerCase()} request. Object with ID '${objectId}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, undefined, 33);
     }
@@ -241,6 +277,39 @@ export class FakeWhatsApp {
     if (!body) return graphFail(400, 100, "(#100) Invalid parameter", "The request body must be a JSON object.");
     if (body.messaging_product !== "whatsapp") return graphFail(400, 100, "(#100) The parameter messaging_product is required.");
     return body.status === "read" ? this.markRead(body) : this.send(body);
+  }
+
+  private mediaInfo(id: string): Answer {
+    const media = this.media.get(decodeURIComponent(id));
+    if (!media) {
+      return graphFail(400, 100, `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, undefined, 33);
+    }
+    const { port } = this.server.address() as AddressInfo;
+    return {
+      status: 200,
+      body: {
+        messaging_product: "whatsapp",
+        url: `http://127.0.0.1:${port}/media-download/${encodeURIComponent(media.id)}?ext=1&hash=${randomBytes(6).toString("hex")}`,
+        mime_type: media.mimeType,
+        sha256: createHash("sha256").update(media.data).digest("hex"),
+        file_size: media.data.byteLength,
+        id: media.id,
+      },
+    };
+  }
+
+  /** The lookaside URL: the bytes with the bearer token, 401 without it (as Meta answers). */
+  private download(id: string, authorization: string | null, res: ServerResponse): void {
+    const media = this.media.get(decodeURIComponent(id));
+    const status = authorization !== `Bearer ${this.options.accessToken}` ? 401 : media ? 200 : 404;
+    this.mediaDownloads.push({ id: decodeURIComponent(id), authorization, status });
+    if (status !== 200 || !media) {
+      res.writeHead(status, { "content-type": "text/plain" });
+      res.end(status === 401 ? "Unauthorized" : "Not Found");
+      return;
+    }
+    res.writeHead(200, { "content-type": media.mimeType, "content-length": String(media.data.byteLength) });
+    res.end(media.data);
   }
 
   private markRead(body: Record<string, unknown>): Answer {
@@ -297,6 +366,14 @@ function graphFail(status: number, code: number, message: string, details?: stri
 /** A wamid the way Meta writes them: `wamid.` and base64. */
 function freshWamid(): string {
   return `wamid.${randomBytes(30).toString("base64")}`;
+}
+
+let mediaIds = 0;
+
+/** A media id as Meta writes them: a long number. */
+function freshMediaId(): string {
+  mediaIds += 1;
+  return `17${String(process.pid % 100_000).padStart(5, "0")}${String(mediaIds).padStart(8, "0")}`;
 }
 
 let senders = 0;

@@ -14,6 +14,7 @@ import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.
 import type { MessagePoster } from "../shared/streaming.js";
 import { createTelegramApi } from "./api.js";
 import { TELEGRAM_MAX_TEXT, type TelegramConfig } from "./config.js";
+import { fetchTelegramFile } from "./files.js";
 import { TelegramIdentity } from "./identity.js";
 import { createTelegramIntake } from "./intake.js";
 import { ChatPacer } from "./pacer.js";
@@ -130,6 +131,10 @@ export function createTelegramAdapter(config: TelegramConfig, deps: TelegramAdap
       const chat = String(target.chatId);
       gate.check(chat, "Telegram typing");
       await gate.track(chat, () => sendTyping(api, target));
+    },
+
+    fetchMedia(ref, limits) {
+      return fetchTelegramFile(ref, limits, { api, botToken: config.botToken, apiUrl: config.apiUrl });
     },
   };
   return adapter;

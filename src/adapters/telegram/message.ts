@@ -2,11 +2,13 @@
 //
 // Answered: every message in a private chat; in groups, messages that mention @<bot username>,
 // replies to the bot's messages, and commands addressed as /cmd or /cmd@<bot username>. Forum
-// topics are their own sessions. Captions count as text; file ids go to the display metadata.
+// topics are their own sessions. Captions count as text; photos (the largest size) and files
+// become media references the adapter downloads when the turn runs (the gateway keeps images,
+// and says why it left anything else out); their file ids also go to the display metadata.
 // Not turns: edited messages, service messages (no text or caption), messages from bots, channel
 // posts forwarded into their discussion group, and commands addressed to another bot. /start
 // (what a Telegram client sends when a person opens the bot) is answered like /help.
-import type { InboundMessage } from "../../gateway/types.js";
+import type { InboundMessage, MediaRef } from "../../gateway/types.js";
 import type { TelegramEntity, TelegramMessage, TelegramUpdate } from "./updates.js";
 
 export interface TelegramBotIdentity {
@@ -75,7 +77,7 @@ export function normaliseTelegramUpdate(update: TelegramUpdate, bot: TelegramBot
       threadId: topicId === null ? null : String(topicId),
       userId: message.sender_chat ? String(message.sender_chat.id) : message.from ? String(message.from.id) : null,
       text,
-      attachments: files.length > 0 ? files.map((f) => ({ name: f.name ?? f.kind, contentType: f.contentType })) : undefined,
+      attachments: files.length > 0 ? files.map(mediaRefOf) : undefined,
       displayKind,
       displayMetadata: {
         update_id: update.update_id,
@@ -159,16 +161,25 @@ interface FileRef {
   fileId: string;
   name?: string;
   contentType?: string;
+  size?: number;
+}
+
+/** What the adapter's fetchMedia needs: the file id (getFile), with what Telegram declared. */
+function mediaRefOf(file: FileRef): MediaRef {
+  const ref: MediaRef = { id: file.fileId, name: file.name ?? file.kind };
+  if (file.contentType) ref.contentType = file.contentType;
+  if (file.size !== undefined) ref.size = file.size;
+  return ref;
 }
 
 function filesOf(message: TelegramMessage): FileRef[] {
   const files: FileRef[] = [];
   // Telegram sends each photo in several sizes; the last is the largest.
   const photo = message.photo?.at(-1);
-  if (photo) files.push({ kind: "photo", fileId: photo.file_id, contentType: "image/jpeg" });
+  if (photo) files.push({ kind: "photo", fileId: photo.file_id, contentType: "image/jpeg", size: photo.file_size });
   for (const kind of ["document", "video", "audio", "voice", "animation"] as const) {
     const file = message[kind];
-    if (file) files.push({ kind, fileId: file.file_id, name: file.file_name, contentType: file.mime_type });
+    if (file) files.push({ kind, fileId: file.file_id, name: file.file_name, contentType: file.mime_type, size: file.file_size });
   }
   return files;
 }

@@ -24,6 +24,7 @@ const FileSchema = z.looseObject({
   file_unique_id: z.string().optional(),
   file_name: z.string().optional(),
   mime_type: z.string().optional(),
+  file_size: int.min(0).optional(),
 });
 
 export const TelegramMessageSchema = z.looseObject({

@@ -12,6 +12,7 @@ import type { RateLimitGates } from "../shared/retry-after-gate.js";
 import { optionalString } from "../shared/target.js";
 import type { WhatsAppConfig } from "./config.js";
 import { WhatsAppGraph } from "./graph.js";
+import { fetchWhatsAppMedia } from "./media.js";
 import { createWhatsAppIntake } from "./intake.js";
 import { whatsappRoutes } from "./routes.js";
 import { postPart, readReplyTarget, replyParts, WhatsAppSendGate } from "./send.js";
@@ -63,6 +64,10 @@ export function createWhatsAppAdapter(config: WhatsAppConfig, deps: WhatsAppAdap
     async typing(target) {
       const messageId = optionalString(target, "message_id");
       if (messageId) await graph.markRead(messageId);
+    },
+
+    fetchMedia(ref, limits) {
+      return fetchWhatsAppMedia(ref, limits, { accessToken: config.accessToken, apiUrl: config.apiUrl, fetch: deps.fetch });
     },
   };
 }

@@ -1,14 +1,16 @@
 // One WhatsApp message -> an InboundMessage, or why it is not a turn.
 //
 // Text: `text.body`; the caption of an image, video or document (its media id, type and file
-// name go to the display metadata); the title of a tapped button or list row.
+// name go to the display metadata, and the media becomes a reference the adapter downloads when
+// the turn runs: the gateway keeps images and says why it left anything else out); the title of
+// a tapped button or list row.
 // Rejected (recorded with the reason, never answered): a person wrote, but nothing in it is text
 // the model could answer — voice notes, stickers, locations, contacts, media without a caption,
 // types the Cloud API itself reports as unsupported. Recording them keeps the promise that
 // nothing a person sent disappears without a trace.
 // Ignored (not recorded): reactions and system notices (a number change, the first-contact
 // welcome request): nobody asked anything, and answering them would be noise.
-import type { InboundMessage } from "../../gateway/types.js";
+import type { InboundMessage, MediaRef } from "../../gateway/types.js";
 import type { WhatsAppMessage } from "./payload.js";
 
 const IGNORED_TYPES: Record<string, string> = {
@@ -42,6 +44,7 @@ export function classifyWhatsAppMessage(message: WhatsAppMessage, ctx: WhatsAppM
   const ignored = IGNORED_TYPES[message.type];
   if (ignored) return { kind: "ignore", reason: ignored };
   const { text, extra } = textOf(message);
+  const attachments = mediaRefsOf(message);
   const inbound: InboundMessage = {
     platform: "whatsapp",
     platformMessageId: message.id,
@@ -50,6 +53,7 @@ export function classifyWhatsAppMessage(message: WhatsAppMessage, ctx: WhatsAppM
     threadId: null,
     userId: message.from,
     text: text ?? "",
+    ...(attachments.length > 0 ? { attachments } : {}),
     displayKind: `whatsapp_${message.type}`,
     displayMetadata: {
       phone_number_id: ctx.phoneNumberId,
@@ -89,6 +93,16 @@ function textOf(message: WhatsAppMessage): { text: string | null; extra: Record<
       }
       return { text: null, extra: mediaOf(message) };
   }
+}
+
+/** The captioned media as a reference for the adapter's fetchMedia (a media id, looked up then). */
+function mediaRefsOf(message: WhatsAppMessage): MediaRef[] {
+  if (!isCaptionedMedia(message.type)) return [];
+  const media = message[message.type];
+  if (!media?.id) return [];
+  const ref: MediaRef = { id: media.id, name: media.filename ?? message.type };
+  if (media.mime_type) ref.contentType = media.mime_type;
+  return [ref];
 }
 
 /** Voice notes and stickers keep their media id in the display metadata too. */
