@@ -65,10 +65,16 @@ const CLI = join(import.meta.dirname, "..", "..", "src", "main", "cli.ts");
 
 /**
  * Run `switchboard <args>` as its own OS process, the way a user starts it (tests and benchmarks
- * share this). Resolves once it printed its ready line.
+ * share this). Resolves once it printed its ready line. `nodeArgs` go to node itself (a
+ * benchmark's profiler flags).
  */
-export async function spawnGatewayProcess(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+export async function spawnGatewayProcess(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  nodeArgs: string[] = [],
+): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", ...nodeArgs, CLI, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
