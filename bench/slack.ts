@@ -21,7 +21,7 @@ import type { BenchContext, BenchResult, Figure, LatencySeries } from "./lib/res
 import { burstLoad, closedLoop, SETTLE_MS, SlackDriver, steadyLoad, warmUp, type ClosedLoopRun, type SlackShape, type SteadyRun } from "./lib/slack-load.js";
 import { profileSwitchboard } from "./lib/slack-profile.js";
 import { ReplyTracker, summarizeReplies, type TrackedMention } from "./lib/slack-replies.js";
-import { BENCH_BOT_TOKEN, startPeer, startSwitchboard, SYSTEM_LABELS, type SystemName } from "./lib/slack-systems.js";
+import { BENCH_BOT_TOKEN, startPeer, startSwitchboard, SYSTEM_LABELS, type PeerQueueStats, type SystemName } from "./lib/slack-systems.js";
 import { round, summarize } from "./lib/stats.js";
 
 function shapeFor(ctx: BenchContext): SlackShape {
@@ -37,8 +37,8 @@ export interface Round {
   burst: TrackedMention[];
   peakRssMb: number;
   unexpectedPosts: number;
-  /** The peer's queue strategy: messages answered only through a later one. */
-  skipped: number;
+  /** The peer's queue strategy (zeros for Switchboard). */
+  queue: PeerQueueStats;
 }
 
 async function runRound(
@@ -74,7 +74,7 @@ async function runRound(
       burst,
       peakRssMb: readMemory(system.pid).peakMb,
       unexpectedPosts: env.driver.tracker.unexpectedPosts - unexpectedBefore,
-      skipped: (await system.skippedMessages?.()) ?? 0,
+      queue: (await system.queueStats?.()) ?? { queued: 0, skipped: 0, stranded: 0 },
     };
   } finally {
     await system.stop();
@@ -101,7 +101,7 @@ interface SystemFigures {
   lost: number;
   refused: number;
   unexpectedPosts: number;
-  skipped: number;
+  queue: PeerQueueStats;
   slackCallsPerMsg: number;
   slackCalls: Record<string, number>;
   redisPerMsg: number;
@@ -135,7 +135,11 @@ function systemFigures(rounds: Round[]): SystemFigures {
     lost: all.reduce((n, s) => n + s.lost, 0),
     refused: all.reduce((n, s) => n + s.refused, 0),
     unexpectedPosts: rounds.reduce((n, r) => n + r.unexpectedPosts, 0),
-    skipped: rounds.reduce((n, r) => n + r.skipped, 0),
+    queue: {
+      queued: rounds.reduce((n, r) => n + r.queue.queued, 0),
+      skipped: rounds.reduce((n, r) => n + r.queue.skipped, 0),
+      stranded: rounds.reduce((n, r) => n + r.queue.stranded, 0),
+    },
     slackCallsPerMsg: totalCount(slackCalls) / closedMessages,
     slackCalls,
     redisPerMsg: totalCount(redis) / closedMessages,
@@ -299,12 +303,15 @@ export async function slackBenchmark(ctx: BenchContext): Promise<BenchResult> {
   for (const [name, f] of [["peer", peer], ["switchboard", sb]] as const) {
     if (f.refused > 0) notes.push(`${SYSTEM_LABELS[name]}: ${f.refused} acks other than 200 (${refusals(f)}); no reply is expected for those.`);
   }
-  if (peer.lost > 0 || peer.skipped > 0) {
+  const lostBy = (f: SystemFigures): string => `closed loop ${f.closed.lost}, steady ${f.steady.lost}, burst ${f.burst.lost}`;
+  if (peer.lost > 0 || peer.queue.queued > 0) {
     notes.push(
-      `${SYSTEM_LABELS.peer}: ${peer.lost} accepted mentions never answered; its queue strategy skipped ${peer.skipped} ` +
-        "(a message that arrives while its thread's handler runs waits, and of those waiting only the latest is answered).",
+      `${SYSTEM_LABELS.peer}: ${peer.lost} accepted mentions never answered (${lostBy(peer)}). Its queue strategy queued ${peer.queue.queued} mentions ` +
+        `that arrived while their thread's handler ran; it skipped ${peer.queue.skipped} (of those waiting only the latest is answered) ` +
+        `and never took ${peer.queue.stranded} off the queue (queued after the handler last looked at the queue, before it released the thread's lock).`,
     );
   }
+  if (sb.lost > 0) notes.push(`${SYSTEM_LABELS.switchboard}: ${sb.lost} accepted mentions never answered (${lostBy(sb)}).`);
   const series: LatencySeries[] = [
     { name: `Slack ack at ${shape.steadyRatePerS}/s, ${SYSTEM_LABELS.peer}`, samplesMs: peer.steady.ackMs },
     { name: `Slack ack at ${shape.steadyRatePerS}/s, ${SYSTEM_LABELS.switchboard}`, samplesMs: sb.steady.ackMs, targetMs: 2 * peerAck.p99 },

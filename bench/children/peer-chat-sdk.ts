@@ -3,21 +3,23 @@
 // on node:http. A mention is answered with one chat.postMessage echoing its text, as the echo
 // model answers. The SDK acknowledges the webhook before it handles the message (`waitUntil`):
 // the handler runs in the background of the same process.
-// It tells the runner how many messages its queue strategy skipped (answered only the latest of
-// those that arrived while a thread's handler ran): those are never answered on their own.
+// It tells the runner what its queue strategy did with messages that arrived while a thread's
+// handler ran: how many it queued, how many it skipped (of those waiting, only the latest is
+// answered) and how many it never took off the queue (queued after the handler's last look at the
+// queue, before it released the thread's lock), counted from the SDK's own log events.
 // argv: redisUrl keyPrefix slackApiUrl; env: BENCH_SLACK_SIGNING_SECRET, BENCH_SLACK_BOT_TOKEN
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createSlackAdapter } from "@chat-adapter/slack";
 import { createIoRedisState } from "@chat-adapter/state-ioredis";
-import { Chat, ConsoleLogger, type Message, type MessageContext, type StateAdapter, type Thread } from "chat";
+import { Chat, ConsoleLogger, type Logger, type Message, type MessageContext, type StateAdapter, type Thread } from "chat";
 import { Redis } from "ioredis";
 import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
 import { fromParent, toParent } from "../lib/child.js";
 
 export type PeerMessage =
   | { type: "ready"; eventsUrl: string }
-  | { type: "stats"; skipped: number }
+  | { type: "stats"; queued: number; skipped: number; stranded: number }
   | { type: "error"; message: string };
 export type PeerCommand = { type: "stats" };
 
@@ -26,6 +28,22 @@ const EVENTS_PATH = "/api/webhooks/slack";
 const [redisUrl, keyPrefix, slackApiUrl] = process.argv.slice(2);
 const signingSecret = process.env.BENCH_SLACK_SIGNING_SECRET ?? "";
 const botToken = process.env.BENCH_SLACK_BOT_TOKEN ?? "";
+
+const queue = { queued: 0, dequeued: 0, skipped: 0 };
+
+/** Warnings and errors to stderr, like ConsoleLogger("warn"); the queue's info events counted. */
+function countingLogger(inner: Logger = new ConsoleLogger("warn")): Logger {
+  return {
+    child: (prefix) => countingLogger(inner.child(prefix)),
+    debug: () => undefined,
+    info: (message) => {
+      if (message === "message-queued") queue.queued += 1;
+      else if (message === "message-dequeued") queue.dequeued += 1;
+    },
+    warn: (message, ...args) => inner.warn(message, ...args),
+    error: (message, ...args) => inner.error(message, ...args),
+  };
+}
 
 const client = new Redis({ ...redisOptionsFromUrl(redisUrl), maxRetriesPerRequest: 3 });
 const bot = new Chat({
@@ -44,7 +62,7 @@ const bot = new Chat({
   // The documented choice for AI chat bots: a message that arrives while the thread's handler
   // runs waits for it instead of being dropped (the default).
   concurrency: "queue",
-  logger: "warn",
+  logger: countingLogger(),
 });
 
 /** The mention as text, without the leading `@bot` the SDK renders the bot's `<@U…>` as. */
@@ -52,10 +70,8 @@ function withoutMention(text: string): string {
   return text.replace(/^\s*@\S+\s*/, "").trim();
 }
 
-let skipped = 0;
-
 async function echo(thread: Thread, message: Message, context?: MessageContext): Promise<void> {
-  skipped += context?.skipped.length ?? 0;
+  queue.skipped += context?.skipped.length ?? 0;
   await thread.post(`Echo: ${withoutMention(message.text)}`);
 }
 
@@ -105,7 +121,9 @@ server.listen(0, "127.0.0.1", () => {
 });
 
 fromParent<PeerCommand>((command) => {
-  if (command.type === "stats") toParent<PeerMessage>({ type: "stats", skipped });
+  if (command.type !== "stats") return;
+  const taken = queue.dequeued + queue.skipped;
+  toParent<PeerMessage>({ type: "stats", queued: queue.queued, skipped: queue.skipped, stranded: queue.queued - taken });
 });
 
 process.on("SIGTERM", () => {

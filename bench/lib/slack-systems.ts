@@ -10,6 +10,14 @@ import { benchPrefix } from "./redis.js";
 export const BENCH_SIGNING_SECRET = "bench-slack-signing-secret";
 export const BENCH_BOT_TOKEN = "xoxb-0000000000-0000000000000-benchbenchbenchbenchbenc";
 
+export interface PeerQueueStats {
+  queued: number;
+  /** Answered only through a later message. */
+  skipped: number;
+  /** Queued and never taken off the queue. */
+  stranded: number;
+}
+
 export type SystemName = "peer" | "switchboard";
 
 export const SYSTEM_LABELS: Record<SystemName, string> = { peer: "Chat SDK", switchboard: "Switchboard" };
@@ -20,8 +28,8 @@ export interface SystemUnderTest {
   eventsUrl: string;
   /** The server process (its CPU and memory are the system's). */
   pid: number;
-  /** The peer: messages its queue strategy folded into a later one (never answered on their own). */
-  skippedMessages?: () => Promise<number>;
+  /** The peer: what its queue strategy did with messages that arrived while their thread was busy. */
+  queueStats?: () => Promise<PeerQueueStats>;
   stop(): Promise<void>;
 }
 
@@ -44,12 +52,13 @@ export async function startPeer(options: StartOptions): Promise<SystemUnderTest>
   });
   try {
     const ready = await child.next((m): m is Extract<PeerMessage, { type: "ready" }> => m.type === "ready", 60_000);
-    const skippedMessages = async (): Promise<number> => {
+    const queueStats = async (): Promise<PeerQueueStats> => {
       const reply = child.next((m): m is Extract<PeerMessage, { type: "stats" }> => m.type === "stats", 10_000);
       child.send({ type: "stats" });
-      return (await reply).skipped;
+      const { queued, skipped, stranded } = await reply;
+      return { queued, skipped, stranded };
     };
-    return { name: "peer", eventsUrl: ready.eventsUrl, pid: child.pid, skippedMessages, stop: () => child.stop() };
+    return { name: "peer", eventsUrl: ready.eventsUrl, pid: child.pid, queueStats, stop: () => child.stop() };
   } catch (err) {
     await child.stop();
     throw err;
