@@ -10,6 +10,7 @@
 // The peer acknowledges before it records anything and keeps no transcript: not like for like,
 // which is why it is the bar.
 import { mkdirSync } from "node:fs";
+import Database from "better-sqlite3";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startEmbeddedRedis } from "../src/bus/embedded-redis.js";
@@ -39,6 +40,8 @@ export interface Round {
   unexpectedPosts: number;
   /** The peer's queue strategy (zeros for Switchboard). */
   queue: PeerQueueStats;
+  /** Switchboard: inbox rows its reconciler re-enqueued (every row pending at one of its passes). */
+  reconciled: number;
 }
 
 async function runRound(
@@ -53,6 +56,7 @@ async function runRound(
   const system = name === "peer" ? await startPeer(options) : await startSwitchboard(options);
   const label = `${SYSTEM_LABELS[name]}, round ${index + 1}`;
   const unexpectedBefore = env.driver.tracker.unexpectedPosts;
+  let result: Round;
   try {
     await warmUp(env.driver, system);
 
@@ -67,7 +71,7 @@ async function runRound(
 
     const burst = await burstLoad(env.driver, system, shape, null);
     await sleep(SETTLE_MS);
-    return {
+    result = {
       system: name,
       closed,
       steady,
@@ -75,9 +79,22 @@ async function runRound(
       peakRssMb: readMemory(system.pid).peakMb,
       unexpectedPosts: env.driver.tracker.unexpectedPosts - unexpectedBefore,
       queue: (await system.queueStats?.()) ?? { queued: 0, skipped: 0, stranded: 0 },
+      reconciled: 0,
     };
   } finally {
     await system.stop();
+  }
+  if (name === "switchboard") result.reconciled = reconciledRows(join(options.dir, "switchboard.db"));
+  return result;
+}
+
+/** The reconciler stamps enqueued_at on each inbox row it re-enqueues; the hot path never does. */
+function reconciledRows(dbPath: string): number {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return (db.prepare("SELECT count(*) AS n FROM inbox WHERE enqueued_at IS NOT NULL").get() as { n: number }).n;
+  } finally {
+    db.close();
   }
 }
 
@@ -102,6 +119,9 @@ interface SystemFigures {
   refused: number;
   unexpectedPosts: number;
   queue: PeerQueueStats;
+  reconciled: number;
+  /** Closed-loop mentions whose echo took longer than SLOW_REPLY_MS. */
+  slowReplies: number;
   slackCallsPerMsg: number;
   slackCalls: Record<string, number>;
   redisPerMsg: number;
@@ -135,6 +155,8 @@ function systemFigures(rounds: Round[]): SystemFigures {
     lost: all.reduce((n, s) => n + s.lost, 0),
     refused: all.reduce((n, s) => n + s.refused, 0),
     unexpectedPosts: rounds.reduce((n, r) => n + r.unexpectedPosts, 0),
+    reconciled: rounds.reduce((n, r) => n + r.reconciled, 0),
+    slowReplies: closed.finalReplyMs.filter((ms) => ms > SLOW_REPLY_MS).length,
     queue: {
       queued: rounds.reduce((n, r) => n + r.queue.queued, 0),
       skipped: rounds.reduce((n, r) => n + r.queue.skipped, 0),
@@ -149,6 +171,9 @@ function systemFigures(rounds: Round[]): SystemFigures {
     steadyLagP99Ms: Math.max(...rounds.map((r) => r.steady.sendLagP99Ms)),
   };
 }
+
+/** An echo later than this in the closed loop is worth a note. */
+const SLOW_REPLY_MS = 5_000;
 
 const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
 
@@ -311,6 +336,11 @@ export async function slackBenchmark(ctx: BenchContext): Promise<BenchResult> {
         `and never took ${peer.queue.stranded} off the queue (queued after the handler last looked at the queue, before it released the thread's lock).`,
     );
   }
+  notes.push(
+    `Closed-loop echoes shown later than ${SLOW_REPLY_MS / 1000} s: ${SYSTEM_LABELS.peer} ${peer.slowReplies} of ${peer.closedMessages}, ` +
+      `${SYSTEM_LABELS.switchboard} ${sb.slowReplies} of ${sb.closedMessages}. ${SYSTEM_LABELS.switchboard}'s reconciler re-enqueued ${sb.reconciled} inbox rows ` +
+      "over its rounds (every row pending at one of its 30 s passes: a row whose wake-up was lost waits for the next pass; the closed loop's last such row ends its window).",
+  );
   if (sb.lost > 0) notes.push(`${SYSTEM_LABELS.switchboard}: ${sb.lost} accepted mentions never answered (${lostBy(sb)}).`);
   const series: LatencySeries[] = [
     { name: `Slack ack at ${shape.steadyRatePerS}/s, ${SYSTEM_LABELS.peer}`, samplesMs: peer.steady.ackMs },
