@@ -1,7 +1,9 @@
 // Ingress latency: the HTTP ack of a signed webhook delivery (POST /webhooks/:route, a callback
 // route: verify signature, record in the inbox, enqueue, answer 202) at a steady rate, open loop
 // (requests leave on schedule whatever the answers do). The turns run meanwhile and their replies
-// go to a local callback endpoint, so the ack is measured under the load it causes.
+// go to a local callback endpoint, so the ack is measured under the load it causes. Also: the ack
+// at 60% of the gateway's measured maximum rate (the throughput benchmark's messages/s in this
+// run, or measured here when that benchmark did not run), one process.
 import { randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +16,7 @@ import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSink, type CallbackSink } from "./lib/sink.js";
 import { round, summarize } from "./lib/stats.js";
 import { benchPrefix } from "./lib/redis.js";
+import { measureGateway, shapeFor } from "./throughput.js";
 
 const RATE_PER_S = 500;
 const CHATS = 50;
@@ -29,8 +32,8 @@ interface Run {
   sent: number;
 }
 
-async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSink | null, seconds: number, label: string): Promise<Run> {
-  const total = RATE_PER_S * seconds;
+async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSink | null, seconds: number, label: string, ratePerS: number): Promise<Run> {
+  const total = Math.round(ratePerS * seconds);
   const agent = keepAliveAgent(256);
   const run = randomUUID().slice(0, 8);
   const acksMs: number[] = [];
@@ -61,7 +64,7 @@ async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSi
   };
   const t0 = performance.now();
   for (let i = 0; i < total; i++) {
-    const due = t0 + (i * 1000) / RATE_PER_S;
+    const due = t0 + (i * 1000) / ratePerS;
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
     lags.push(Math.max(0, performance.now() - due));
@@ -99,8 +102,8 @@ const SERVE_ARGS: Record<Topology, string[]> = {
   "no-workers": ["serve", "--no-workers"],
 };
 
-async function measure(ctx: BenchContext, topology: Topology, seconds: number): Promise<Run> {
-  const dir = join(ctx.workDir, `ingress-${topology}`);
+async function measure(ctx: BenchContext, topology: Topology, seconds: number, ratePerS = RATE_PER_S): Promise<Run> {
+  const dir = join(ctx.workDir, `ingress-${topology}-${Math.round(ratePerS)}`);
   mkdirSync(dir, { recursive: true });
   const sink = await startCallbackSink();
   const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url) });
@@ -112,8 +115,8 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number): 
     processes.push(serve);
     if (topology === "split") processes.push(await startGatewayProcess(["worker"], env));
     // Warm-up (not counted).
-    await load({ ...ctx, progress: false }, serve, replies, 1, "warm-up");
-    return await load(ctx, serve, replies, seconds, `ingress (${topology})`);
+    await load({ ...ctx, progress: false }, serve, replies, 1, "warm-up", ratePerS);
+    return await load(ctx, serve, replies, seconds, `ingress (${topology}, ${Math.round(ratePerS)}/s)`, ratePerS);
   } finally {
     await Promise.all(processes.map((p) => p.stop()));
     await sink.close();
@@ -129,7 +132,12 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
   const one = await measure(ctx, "one-process", seconds);
   const split = await measure(ctx, "split", seconds);
   const bare = await measure(ctx, "no-workers", seconds);
-  const [a, b, c] = [one, split, bare].map((run) => summarize(run.acksMs));
+  // The gateway's maximum: this run's throughput figure when there is one.
+  const measuredMax = ctx.measured.gateway_msgs_per_s;
+  const maxRate = measuredMax ?? (await measureGateway(ctx, shapeFor(ctx))).messagesPerSecond;
+  const rate60 = 0.6 * maxRate;
+  const at60 = await measure(ctx, "one-process", seconds, rate60);
+  const [a, b, c, d] = [one, split, bare, at60].map((run) => summarize(run.acksMs));
   const failed = (run: Run): number => run.sent - (run.statuses.get(202) ?? 0);
   const drained = (run: Run): string => (run.drainedAfterS === null ? "not within the wait" : `${run.drainedAfterS.toFixed(1)} s after the last ack`);
   const describe = (run: Run): string => `statuses ${describeStatuses(run.statuses)}; generator lag p99 ${run.sendLagP99Ms.toFixed(2)} ms`;
@@ -140,6 +148,9 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_p50_ms", label: "ack p50 (one process: ingress + workers)", value: round(a.p50), unit: "ms" },
       { key: "ingress_p99_ms", label: "ack p99 (one process: ingress + workers)", value: round(a.p99), unit: "ms", target: { op: "<=", value: 10 } },
       { key: "ingress_non_202", label: "acks other than 202 (all three layouts)", value: failed(one) + failed(split) + failed(bare), unit: "", target: { op: "<=", value: 0 } },
+      { key: "ingress_60pct_rate", label: "60% of the gateway's maximum rate", value: round(rate60, 0), unit: "msg/s" },
+      { key: "ingress_p50_at_60pct_ms", label: "ack p50 at 60% of the maximum rate (one process)", value: round(d.p50), unit: "ms" },
+      { key: "ingress_p99_at_60pct_ms", label: "ack p99 at 60% of the maximum rate (one process)", value: round(d.p99), unit: "ms", target: { op: "<=", value: 10 } },
       { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + a worker process)", value: round(b.p50), unit: "ms" },
       { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + a worker process)", value: round(b.p99), unit: "ms" },
       { key: "ingress_bare_p50_ms", label: "ack p50 (no turns running anywhere)", value: round(c.p50), unit: "ms" },
@@ -150,11 +161,15 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       `One process: ${describe(one)}; every reply delivered ${drained(one)}.`,
       `Split: ${describe(split)}; every reply delivered ${drained(split)}.`,
       `No turns (the ack path alone, messages stay queued): ${describe(bare)}.`,
+      `At 60% of the maximum: ${Math.round(rate60)}/s, 60% of ${Math.round(maxRate)} messages/s ` +
+        `(${measuredMax === undefined ? "measured here as the throughput benchmark does" : "the throughput benchmark's gateway messages/s in this run"}); ` +
+        `${describe(at60)}; every reply delivered ${drained(at60)}; acks other than 202: ${failed(at60)}.`,
     ],
     series: [
       { name: `ack at ${RATE_PER_S}/s, one process`, samplesMs: one.acksMs, targetMs: 10 },
       { name: `ack at ${RATE_PER_S}/s, ingress + worker process`, samplesMs: split.acksMs, targetMs: 10 },
       { name: `ack at ${RATE_PER_S}/s, no turns running`, samplesMs: bare.acksMs, targetMs: 10 },
+      { name: `ack at ${Math.round(rate60)}/s (60% of max), one process`, samplesMs: at60.acksMs, targetMs: 10 },
     ],
   };
 }

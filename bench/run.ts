@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [-- --only=throughput,reload] [-- --no-progress]
+// npm run bench [-- --quick] [-- --only=throughput,reload] [-- --no-progress] [-- --profile]
 // Runs every benchmark against one Redis (REDIS_URL, or a private redis-server started for the
 // run), prints a table per benchmark, and writes bench/results/latest.json and latencies.svg.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -14,6 +14,7 @@ import { benchRedis, dropBenchKeys } from "./lib/redis.js";
 import { passes, type BenchContext, type BenchResult, type Benchmark } from "./lib/result.js";
 import { renderMarkdown, renderTable } from "./lib/table.js";
 import { reloadBenchmark } from "./reload.js";
+import { slackBenchmark } from "./slack.js";
 import { throughputBenchmark } from "./throughput.js";
 
 const BENCHMARKS: Record<string, Benchmark> = {
@@ -22,6 +23,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
   ingress: ingressBenchmark,
   fanout: fanoutBenchmark,
   reload: reloadBenchmark,
+  slack: slackBenchmark,
 };
 
 const RESULTS_DIR = join(import.meta.dirname, "results");
@@ -29,17 +31,19 @@ const RESULTS_DIR = join(import.meta.dirname, "results");
 interface Args {
   quick: boolean;
   progress: boolean;
+  profile: boolean;
   only: string[];
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, progress: true, only: Object.keys(BENCHMARKS) };
+  const args: Args = { quick: false, progress: true, profile: false, only: Object.keys(BENCHMARKS) };
   for (const arg of argv) {
     if (arg === "--quick") args.quick = true;
     else if (arg === "--no-progress") args.progress = false;
+    else if (arg === "--profile") args.profile = true;
     else if (arg.startsWith("--only=")) args.only = arg.slice("--only=".length).split(",").filter(Boolean);
     else if (arg === "--help" || arg === "-h") {
-      console.log(`usage: npm run bench [-- --quick] [--only=${Object.keys(BENCHMARKS).join(",")}] [--no-progress]`);
+      console.log(`usage: npm run bench [-- --quick] [--only=${Object.keys(BENCHMARKS).join(",")}] [--no-progress] [--profile]`);
       process.exit(0);
     } else throw new Error(`unknown option ${arg}`);
   }
@@ -74,7 +78,16 @@ async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   const redis = await benchRedis();
   const workDir = mkdtempSync(join(tmpdir(), "switchboard-bench-"));
-  const ctx: BenchContext = { redisUrl: redis.url, quick: args.quick, progress: args.progress, workDir };
+  const measured: Record<string, number> = {};
+  const ctx: BenchContext = {
+    redisUrl: redis.url,
+    redisPrivate: redis.private,
+    quick: args.quick,
+    progress: args.progress,
+    profile: args.profile,
+    workDir,
+    measured,
+  };
   const results: BenchResult[] = [];
   const started = Date.now();
   // Other work on the machine skews every figure: the load is recorded with the results.
@@ -95,6 +108,7 @@ async function main(): Promise<number> {
         result = crashed(name, err);
       }
       results.push(result);
+      for (const f of result.figures) measured[f.key] = f.value;
       console.log(renderTable(result));
     }
   } finally {

@@ -5,8 +5,8 @@ import { spawnGatewayProcess, type GatewayProcess } from "../../test/support/gat
 
 export type { GatewayProcess };
 
-export function startGatewayProcess(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<GatewayProcess> {
-  return spawnGatewayProcess(args, env, timeoutMs);
+export function startGatewayProcess(args: string[], env: Record<string, string>, timeoutMs = 60_000, nodeArgs: string[] = []): Promise<GatewayProcess> {
+  return spawnGatewayProcess(args, env, timeoutMs, { nodeArgs });
 }
 
 export const BENCH_API_KEY = "bench-api-key";

@@ -7,8 +7,13 @@ export interface HttpResponse {
   body: string;
 }
 
-export function keepAliveAgent(maxSockets: number): Agent {
-  return new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
+/**
+ * `idleMs`: close a pooled connection after this long unused, well before the server's own
+ * keep-alive timeout (Node's: 5 s), so a request never goes out on a connection the server is
+ * closing (ECONNRESET) even when a busy machine delays the client's timers.
+ */
+export function keepAliveAgent(maxSockets: number, idleMs?: number): Agent {
+  return new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, ...(idleMs !== undefined ? { timeout: idleMs } : {}) });
 }
 
 export function httpRequest(

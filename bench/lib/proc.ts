@@ -33,3 +33,20 @@ export function openFileLimit(): number | null {
     return null;
   }
 }
+
+/** Linux reports process times in /proc in USER_HZ ticks, 100 per second on every mainstream architecture. */
+const USER_HZ = 100;
+
+/** CPU time (user + system, every thread) another process has used since it started, in ms; NaN when unknown. */
+export function readCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    return ((utime + stime) * 1000) / USER_HZ;
+  } catch {
+    return Number.NaN;
+  }
+}

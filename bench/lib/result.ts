@@ -31,15 +31,23 @@ export interface BenchResult {
   /** How it was measured, printed under the table. */
   notes: string[];
   series: LatencySeries[];
+  /** More Markdown for latest.md (a side-by-side table, a profile), after the figures table. */
+  markdown?: string;
 }
 
 export interface BenchContext {
   redisUrl: string;
+  /** True when the run started this Redis itself (nothing else uses it). */
+  redisPrivate: boolean;
   quick: boolean;
   /** Draw progress bars on stderr. */
   progress: boolean;
   /** A scratch folder for this run (databases, configs); removed afterwards. */
   workDir: string;
+  /** `--profile`: benchmarks that can also profile a round do. */
+  profile: boolean;
+  /** Figures of the benchmarks that already ran in this run, by key. */
+  measured: Readonly<Record<string, number>>;
 }
 
 export type Benchmark = (ctx: BenchContext) => Promise<BenchResult>;

@@ -34,5 +34,6 @@ export function renderMarkdown(results: BenchResult[]): string {
   for (const result of results) {
     for (const f of result.figures) out.push(`| ${result.name} | ${f.label} | ${formatValue(f)} | ${formatTarget(f)} | ${verdict(f)} |`);
   }
+  for (const result of results) if (result.markdown) out.push("", result.markdown);
   return out.join("\n");
 }

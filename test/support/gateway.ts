@@ -65,15 +65,16 @@ const CLI = join(import.meta.dirname, "..", "..", "src", "main", "cli.ts");
 
 /**
  * Run `switchboard <args>` as its own OS process, the way a user starts it (tests and benchmarks
- * share this). Resolves once it printed its ready line.
+ * share this). Resolves once it printed its ready line. `nodeArgs` go to node itself (a
+ * benchmark's profiler flags).
  */
 export async function spawnGatewayProcess(
   args: string[],
   env: Record<string, string>,
   timeoutMs = 30_000,
-  options: { hostname?: string } = {},
+  options: { hostname?: string; nodeArgs?: string[] } = {},
 ): Promise<GatewayProcess> {
-  const node = [process.execPath, "--import", "tsx", CLI, ...args];
+  const node = [process.execPath, "--import", "tsx", ...(options.nodeArgs ?? []), CLI, ...args];
   // Another host name: a UTS namespace of its own (unshare execs in place, so the pid is node's).
   const [command, ...commandArgs] = options.hostname ? [...otherHostPrefix(options.hostname), ...node] : node;
   const child = spawn(command, commandArgs, {

@@ -1,0 +1,135 @@
+// Loaded with `node --import` into a server process the Slack benchmark profiles, never by the
+// gateway itself: counts the SQLite transactions and statements the process runs (better-sqlite3)
+// and the commands its Redis clients send (ioredis, scripts by name), and writes the counts to
+// BENCH_COUNTERS_FILE on SIGUSR2, so the runner can read them before and after a window.
+import { createHash } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { isMainThread } from "node:worker_threads";
+import Database from "better-sqlite3";
+import { Redis } from "ioredis";
+
+export interface ProcessCounters {
+  /** Increases with every write, so a reader knows the file is new. */
+  seq: number;
+  sqlite: {
+    /** db.transaction(...) calls outside a transaction: one BEGIN ... COMMIT each. */
+    transactions: number;
+    /** Writing statements run outside a transaction: SQLite commits each on its own. */
+    autocommitWrites: number;
+    /** Reading statements run outside a transaction (a read transaction each, no commit). */
+    autocommitReads: number;
+    /** Every statement run, inside a transaction or not (BEGIN, COMMIT and savepoints left out). */
+    statements: number;
+    /** The single-statement writes and reads by their SQL (shortened). */
+    autocommitSql: Record<string, number>;
+  };
+  /** Commands sent by this process's Redis clients, by name (scripts as `evalsha <script>`). */
+  redis: Record<string, number>;
+}
+
+type Variadic = (this: unknown, ...args: unknown[]) => unknown;
+
+interface StatementLike {
+  database: Database.Database;
+  readonly: boolean;
+  source: string;
+}
+
+/** better-sqlite3 runs a transaction's BEGIN, COMMIT and savepoints as statements too. */
+const CONTROL = /^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
+
+type StatementKind = { control: true } | { control: false; sql: string };
+
+function kindOf(statement: StatementLike): StatementKind {
+  if (CONTROL.test(statement.source)) return { control: true };
+  const sql = statement.source.replace(/\s+/g, " ").trim();
+  return { control: false, sql: sql.length > 90 ? `${sql.slice(0, 87)}...` : sql };
+}
+
+interface CommandLike {
+  name: string;
+  args: unknown[];
+}
+
+function instrument(file: string): void {
+  const counters: ProcessCounters = {
+    seq: 0,
+    sqlite: { transactions: 0, autocommitWrites: 0, autocommitReads: 0, statements: 0, autocommitSql: {} },
+    redis: {},
+  };
+  const kinds = new WeakMap<object, StatementKind>();
+
+  // Statements: better-sqlite3's Statement class is only reachable through a statement.
+  const probe = new Database(":memory:");
+  const statementProto = Object.getPrototypeOf(probe.prepare("SELECT 1")) as Record<string, Variadic>;
+  probe.close();
+  for (const method of ["run", "get", "all", "iterate"]) {
+    const original = statementProto[method];
+    // The native statement's time shows as this wrapper's self time in a CPU profile.
+    statementProto[method] = function (this: unknown, ...args: unknown[]) {
+      const statement = this as StatementLike;
+      let kind = kinds.get(statement);
+      if (!kind) kinds.set(statement, (kind = kindOf(statement)));
+      if (!kind.control) {
+        counters.sqlite.statements += 1;
+        if (!statement.database.inTransaction) {
+          if (statement.readonly) counters.sqlite.autocommitReads += 1;
+          else counters.sqlite.autocommitWrites += 1;
+          const key = `${statement.readonly ? "read" : "write"}: ${kind.sql}`;
+          counters.sqlite.autocommitSql[key] = (counters.sqlite.autocommitSql[key] ?? 0) + 1;
+        }
+      }
+      return original.apply(this, args);
+    };
+  }
+
+  // Transactions: db.transaction(fn) returns a function (with deferred/immediate/exclusive variants).
+  const databaseProto = Database.prototype as unknown as { transaction: (this: Database.Database, fn: Variadic) => Variadic & Record<string, Variadic> };
+  const originalTransaction = databaseProto.transaction;
+  databaseProto.transaction = function (this: Database.Database, fn: Variadic) {
+    const transaction = originalTransaction.call(this, fn);
+    const db = transaction.database as unknown as Database.Database;
+    const counted = (variant: Variadic): Variadic =>
+      function (this: unknown, ...args: unknown[]) {
+        if (!db.inTransaction) counters.sqlite.transactions += 1;
+        return variant.apply(this, args);
+      };
+    const wrapped = counted(transaction) as Variadic & Record<string, Variadic>;
+    for (const mode of ["deferred", "immediate", "exclusive"]) Object.defineProperty(wrapped, mode, { value: counted(transaction[mode]) });
+    Object.defineProperty(wrapped, "default", { value: wrapped });
+    Object.defineProperty(wrapped, "database", { value: db });
+    return wrapped;
+  };
+
+  // Redis: every command of every client goes through sendCommand; scripts are named by their sha.
+  const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex");
+  const scripts = new Map<string, string>();
+  const redisProto = Redis.prototype as unknown as {
+    sendCommand: (this: Redis, command: CommandLike, ...rest: unknown[]) => unknown;
+    defineCommand: (this: Redis, name: string, definition: { lua: string }) => void;
+  };
+  const originalDefine = redisProto.defineCommand;
+  redisProto.defineCommand = function (this: Redis, name: string, definition: { lua: string }) {
+    scripts.set(sha1(definition.lua), name);
+    return originalDefine.call(this, name, definition);
+  };
+  const originalSend = redisProto.sendCommand;
+  redisProto.sendCommand = function (this: Redis, command: CommandLike, ...rest: unknown[]) {
+    let name = command.name;
+    if (name === "evalsha" || name === "eval") {
+      const first = String(command.args[0] ?? "");
+      const sha = name === "evalsha" ? first : sha1(first);
+      name = `${name} ${scripts.get(sha) ?? sha.slice(0, 8)}`;
+    }
+    counters.redis[name] = (counters.redis[name] ?? 0) + 1;
+    return originalSend.call(this, command, ...rest);
+  };
+
+  process.on("SIGUSR2", () => {
+    counters.seq += 1;
+    writeFileSync(file, JSON.stringify(counters));
+  });
+}
+
+const file = process.env.BENCH_COUNTERS_FILE;
+if (isMainThread && file) instrument(file);
