@@ -20,7 +20,7 @@ import {
 const LOG_LEVEL = process.env.PLATFORMS_LOG ?? "silent";
 const WEBHOOK_URL = "https://bot.example.test/telegram/webhook";
 /** Slow enough that a reply streams as several edits. */
-const CHUNK_DELAY_MS = 150;
+const CHUNK_DELAY_MS = 250;
 
 let fake: FakeTelegram;
 let gw: TestGateway;
