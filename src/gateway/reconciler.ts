@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
 import type { DeliveryDispatcher } from "./delivery-worker.js";
 import type { Ingress } from "./ingress.js";
+import { PeriodicPass } from "./periodic-pass.js";
 import type { GatewayQueues } from "./queues.js";
 
 /** Rows re-enqueued per Redis round trip. */
@@ -21,33 +22,25 @@ export interface ReconcilerDeps {
 }
 
 export class Reconciler {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<number> | null = null;
+  private readonly passes = new PeriodicPass(() => this.pass());
   private readonly onReady = (): void => void this.runOnce();
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
   start(): void {
     this.deps.queues.connection.on("ready", this.onReady);
-    this.timer = setInterval(() => void this.runOnce(), this.deps.intervalMs ?? 30_000);
-    this.timer.unref();
+    this.passes.start(this.deps.intervalMs ?? 30_000);
     void this.runOnce();
   }
 
   stop(): void {
     this.deps.queues.connection.off("ready", this.onReady);
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.passes.stop();
   }
 
   /** One pass; concurrent calls share the pass in flight. Returns how many rows were enqueued. */
   runOnce(): Promise<number> {
-    if (!this.running) {
-      this.running = this.pass().finally(() => {
-        this.running = null;
-      });
-    }
-    return this.running;
+    return this.passes.runOnce();
   }
 
   private async pass(): Promise<number> {

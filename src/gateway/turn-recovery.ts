@@ -10,6 +10,7 @@
 import type { Logger } from "pino";
 import type { SessionStore, StaleLease } from "../state/types.js";
 import type { GatewayMetrics } from "./metrics.js";
+import { PeriodicPass } from "./periodic-pass.js";
 import { recoveryJobId, withTimeout, type GatewayQueues } from "./queues.js";
 
 /** How long adding one wake-up may take before the pass gives up on it (the next pass retries). */
@@ -25,29 +26,21 @@ export interface TurnRecoveryDeps {
 }
 
 export class TurnRecovery {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<number> | null = null;
+  private readonly passes = new PeriodicPass(() => this.pass());
 
   constructor(private readonly deps: TurnRecoveryDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.runOnce(), this.deps.intervalMs);
-    this.timer.unref();
+    this.passes.start(this.deps.intervalMs);
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.passes.stop();
   }
 
   /** One pass; concurrent calls share the pass in flight. Returns how many turns were woken. */
   runOnce(): Promise<number> {
-    if (!this.running) {
-      this.running = this.pass().finally(() => {
-        this.running = null;
-      });
-    }
-    return this.running;
+    return this.passes.runOnce();
   }
 
   private async pass(): Promise<number> {

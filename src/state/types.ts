@@ -299,7 +299,7 @@ export interface DeliveryStore {
 
 /**
  * The one async interface in front of durable state. The agent and the gateway use only this,
- * so another backend (PostgreSQL) can follow.
+ * and SQLite (session-db.ts) and PostgreSQL (postgres/) implement it alike.
  */
 export interface SessionStore extends InboxStore, DeliveryStore {
   createSession(id: string, input: CreateSessionInput): Promise<SessionRow>;
