@@ -276,6 +276,107 @@ describe("EventBus", () => {
     expect(ttl).toBeLessThanOrEqual(600);
   });
 
+  it("sets a stream's TTL once per refresh window, and again on a stream that is gone", async () => {
+    const { prefix, admin } = setup();
+    const { bus } = processBus(prefix, { ttlSeconds: 600 });
+    const key = bus.streamKey("s");
+    await bus.publish("s", "turn.started", {});
+    expect(await admin.ttl(key)).toBeGreaterThan(500);
+    // Within the window the next events do not EXPIRE again (an older TTL stays as it is) ...
+    await admin.expire(key, 100);
+    await bus.publish("s", "status", { n: 1 });
+    await bus.publish("s", "turn.completed", { final_response: "done" });
+    const ttl = await admin.ttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(100);
+    // ... but a stream that disappeared meanwhile is created again with its TTL, never without.
+    await admin.del(key);
+    await bus.publish("s", "message.queued", { n: 2 });
+    expect(await admin.xlen(key)).toBe(1);
+    expect(await admin.ttl(key)).toBeGreaterThan(500);
+  });
+
+  describe("streamed text (delta)", () => {
+    function deltas(bus: EventBus, sessionId: string, words: string[], from = 0): void {
+      let offset = from;
+      for (const word of words) {
+        void bus.publish(sessionId, "delta", { text: word, offset, turn_session_id: sessionId, inbox_ids: [1] });
+        offset += word.length;
+      }
+    }
+
+    it("is published live, coalesced into one frame per interval, and never stored", async () => {
+      const { prefix, admin } = setup();
+      const { bus } = processBus(prefix);
+      const live = collector();
+      await bus.subscribe("s", live.listener);
+      const started = await bus.publish("s", "turn.started", { inbox_ids: [1] });
+      deltas(bus, "s", ["Echo:", " one", " two"]);
+      await live.waitFor(2);
+      deltas(bus, "s", [" three"], "Echo: one two".length);
+      // Pending when the turn ends: dropped, since the end event carries the whole text.
+      await bus.publish("s", "turn.completed", { final_response: "Echo: one two three", inbox_ids: [1] });
+      await live.waitFor(3);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // nothing else may come
+      expect(live.events.map((e) => [e.kind, e.data.text, e.data.offset])).toEqual([
+        ["turn.started", undefined, undefined],
+        ["delta", "Echo: one two", 0],
+        ["turn.completed", undefined, undefined],
+      ]);
+      // The frame keeps the turn's fields and goes out with the id of the stored event before it.
+      expect(live.events[1]).toMatchObject({ id: started.id, session_id: "s", data: { turn_session_id: "s", inbox_ids: [1] } });
+      const stored = await admin.xrange(bus.streamKey("s"), "-", "+");
+      expect(stored.map(([, fields]) => fields[1])).toEqual(["turn.started", "turn.completed"]);
+    });
+
+    it("goes out before a stored event published after it, and a new segment starts a new frame", async () => {
+      const { prefix } = setup();
+      const { bus } = processBus(prefix);
+      const live = collector();
+      await bus.subscribe("s", live.listener);
+      deltas(bus, "s", ["Let", " me", " look."]);
+      const tool = await bus.publish("s", "tool.started", { name: "clock" });
+      deltas(bus, "s", ["It is", " noon"]);
+      deltas(bus, "s", ["Anew"]); // offset 0 again: another model call
+      await live.waitFor(4);
+      expect(live.events.map((e) => [e.kind, e.data.text ?? e.data.name, e.data.offset])).toEqual([
+        ["delta", "Let me look.", 0],
+        ["tool.started", "clock", undefined],
+        ["delta", "It is noon", 0],
+        ["delta", "Anew", 0],
+      ]);
+      expect(live.events[2].id).toBe(tool.id);
+    });
+
+    it("sends at most one frame per interval for a steady stream", async () => {
+      const { prefix } = setup();
+      const redis = newRedisClient();
+      const bus = new EventBus({ redis, prefix, deltaIntervalMs: 50 });
+      cleanups.push(async () => {
+        await bus.close();
+        redis.disconnect();
+      });
+      const live = collector();
+      await bus.subscribe("s", live.listener);
+      const began = Date.now();
+      let text = "";
+      for (let n = 0; n < 100; n++) {
+        const word = ` w${n}`;
+        deltas(bus, "s", [word], text.length);
+        text += word;
+        await new Promise((resolve) => setTimeout(resolve, 3));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      const elapsed = Date.now() - began;
+      expect(live.events.map((e) => e.data.text).join("")).toBe(text);
+      expect(live.events.length).toBeGreaterThan(1);
+      expect(live.events.length).toBeLessThanOrEqual(Math.ceil(elapsed / 50) + 1);
+      const offsets = live.events.map((e) => e.data.offset);
+      expect(offsets[0]).toBe(0);
+      for (let i = 1; i < live.events.length; i++) expect(offsets[i]).toBe(Number(offsets[i - 1]) + String(live.events[i - 1].data.text).length);
+    });
+  });
+
   it("refuses a since that is not an event id", async () => {
     const { prefix } = setup();
     const { bus } = processBus(prefix);
