@@ -1,6 +1,7 @@
 // The cross-process event bus: every stored event of a session is appended to a Redis Stream (its
 // stream id IS the event id, monotonic per session) and published on the session's channel, both
-// in one Lua script so that the live order equals the stream order in every process.
+// in one Lua script so that the live order equals the stream order in every process; the events
+// published during one event-loop turn share one script run (publish-batch.ts).
 //
 // Subscribing registers on the live channel first, holds live events, replays the stream after
 // `since` (exclusive), then releases the held events, skipping any id already delivered: no gaps,
@@ -8,7 +9,7 @@
 //
 // Streamed text (`delta`, the ephemeral kinds) is not stored: it is coalesced per session
 // (delta-coalescer.ts) and only published, as `- <body>`, in order with the stored events (same
-// connection). A listener gets it only while live and not catching up; each frame says where its
+// batches). A listener gets it only while live and not catching up; each frame says where its
 // text starts in the reply (`offset`), and the turn's end event carries the final text, so a
 // listener that missed frames (joined late, reconnected) still ends with the whole reply.
 //
@@ -17,11 +18,11 @@
 // reconnect the bus resubscribes, then replays each subscription's stream from the last id it
 // delivered, so a listener misses nothing that the stream still holds (MAXLEN and TTL bound it).
 // Publishing during an outage fails or waits, as the commands connection is configured to.
-import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { isEphemeralKind, type EventKind, type EventPublisher, type EventSubscriber, type GatewayEvent, type SubscribeOptions } from "./types.js";
 import { DeltaCoalescer } from "./delta-coalescer.js";
+import { LIVE_ONLY_MARK, PublishBatch } from "./publish-batch.js";
 import { RedisKeys } from "./keys.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
@@ -63,25 +64,6 @@ const REPLAY_PAGE = 500;
 export const EXPIRE_REFRESH_MS = 60_000;
 /** Sessions whose last refresh is remembered; beyond, the stale ones are forgotten. */
 const EXPIRE_MEMORY = 10_000;
-/** How a published message marks an ephemeral event (no stream id). */
-const EPHEMERAL_MARK = "-";
-
-// KEYS[1] stream; ARGV: maxlen, kind, data, ts, ttl, channel, body-after-id, refresh-ttl (1/0).
-// Without a refresh the XADD must not create the stream (NOMKSTREAM): a stream that is gone
-// (expired, deleted) is created again with its TTL, never without one.
-const PUBLISH_SCRIPT = `
-local fields = {'MAXLEN', '~', ARGV[1], '*', 'kind', ARGV[2], 'data', ARGV[3], 'ts', ARGV[4]}
-local ttl = tonumber(ARGV[5])
-local id = false
-if ttl > 0 and ARGV[8] == '0' then id = redis.call('XADD', KEYS[1], 'NOMKSTREAM', unpack(fields)) end
-if not id then
-  id = redis.call('XADD', KEYS[1], unpack(fields))
-  if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
-end
-redis.call('PUBLISH', ARGV[6], id .. ' ' .. ARGV[7])
-return id
-`;
-const PUBLISH_SCRIPT_SHA = createHash("sha1").update(PUBLISH_SCRIPT).digest("hex");
 
 // ---------------------------------------------------------------------------------------------
 // Stream ids
@@ -222,6 +204,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
   private readonly logger: Logger | undefined;
   private readonly channels = new Map<string, Channel>();
   private readonly deltas: DeltaCoalescer;
+  private readonly writes: PublishBatch;
   /** When this process last set each session's stream TTL (insertion order = refresh order). */
   private readonly ttlRefreshedAt = new Map<string, number>();
   private closed = false;
@@ -233,6 +216,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
     this.maxLen = options.maxLenPerSession ?? DEFAULT_MAX_LEN;
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
     this.logger = options.logger;
+    this.writes = new PublishBatch({ redis: this.redis, maxLen: this.maxLen, ttlSeconds: this.ttlSeconds, logger: this.logger });
     this.deltas = new DeltaCoalescer((sessionId, data) => this.sendEphemeral(sessionId, "delta", data), options.deltaIntervalMs);
     this.link = new SubscriberLink(options.redis, options.subscriber, { message: this.onMessage, close: this.onDisconnect, ready: this.onReconnect });
   }
@@ -259,31 +243,24 @@ export class EventBus implements EventPublisher, EventSubscriber {
       if (!this.closed) this.deltas.add(sessionId, data);
       return { id: "", session_id: sessionId, kind, data, ts };
     }
-    // Streamed text still pending goes out first, on the same connection: the live order holds.
+    // Streamed text still pending goes out first, in the same batch: the live order holds.
     this.deltas.beforeStored(sessionId, kind);
     const dataJson = JSON.stringify(data);
-    const body = eventBody(sessionId, kind, dataJson, ts);
-    const args = [
-      this.streamKey(sessionId),
-      String(this.maxLen), kind, dataJson, String(ts), String(this.ttlSeconds), this.channelName(sessionId), body,
-      this.ttlRefreshDue(sessionId, ts) ? "1" : "0",
-    ];
-    let id: unknown;
-    try {
-      id = await this.redis.evalsha(PUBLISH_SCRIPT_SHA, 1, ...args);
-    } catch (err) {
-      if (!String((err as Error).message).includes("NOSCRIPT")) throw err;
-      id = await this.redis.eval(PUBLISH_SCRIPT, 1, ...args);
-    }
-    return { id: String(id), session_id: sessionId, kind, data, ts };
+    const id = await this.writes.stored({
+      stream: this.streamKey(sessionId),
+      kind,
+      dataJson,
+      ts,
+      channel: this.channelName(sessionId),
+      body: eventBody(sessionId, kind, dataJson, ts),
+      refreshTtl: this.ttlRefreshDue(sessionId, ts),
+    });
+    return { id, session_id: sessionId, kind, data, ts };
   }
 
   /** Publish an event live only (no stream id): the session's coalesced streamed text. */
   private sendEphemeral(sessionId: string, kind: EventKind, data: Record<string, unknown>): void {
-    const message = `${EPHEMERAL_MARK} ${eventBody(sessionId, kind, JSON.stringify(data), Date.now())}`;
-    this.redis.publish(this.channelName(sessionId), message).catch((err: unknown) => {
-      this.logger?.debug({ err, sessionId }, "event bus: streamed text not published");
-    });
+    this.writes.liveOnly(this.channelName(sessionId), eventBody(sessionId, kind, JSON.stringify(data), Date.now()));
   }
 
   /** Whether this event should set the stream's TTL again (see EXPIRE_REFRESH_MS). */
@@ -432,7 +409,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
     const channel = this.channels.get(channelName);
     if (!channel || channel.feeds.size === 0) return;
     const event = eventFromMessage(channel.sessionId, message);
-    const ephemeral = event?.id === EPHEMERAL_MARK;
+    const ephemeral = event?.id === LIVE_ONLY_MARK;
     const position = ephemeral ? STREAM_START : event && parseStreamId(event.id);
     if (!event || !position) {
       this.logger?.warn({ channel: channelName }, "event bus: unreadable message ignored");

@@ -296,6 +296,33 @@ describe("EventBus", () => {
     expect(await admin.ttl(key)).toBeGreaterThan(500);
   });
 
+  it("stores the events published in one event-loop turn, of any session, with one script run", async () => {
+    const { prefix, admin } = setup();
+    const { bus } = processBus(prefix);
+    const monitor = await admin.duplicate().monitor();
+    const runs: string[][] = [];
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (/^eval/i.test(args[0] ?? "") && args.some((arg) => arg.startsWith(prefix))) runs.push(args);
+    });
+    cleanups.push(() => monitor.disconnect());
+    const live = collector();
+    await bus.subscribe("a", live.listener);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // MONITOR is on
+    const published = await Promise.all(
+      ["a", "b", "c", "a", "b", "c"].map((session, n) => bus.publish(session, n < 3 ? "turn.started" : "turn.completed", { n })),
+    );
+    await live.waitFor(2);
+    // MONITOR's feed may lag behind: wait for the run, then a moment for any other.
+    for (let waited = 0; runs.length === 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(runs).toHaveLength(1);
+    for (const session of ["a", "b", "c"]) {
+      const [started, completed] = published.filter((event) => event.session_id === session);
+      expect(await streamIds(admin, bus, session)).toEqual([started.id, completed.id]);
+    }
+    expect(live.events.map((e) => e.data.n)).toEqual([0, 3]);
+  });
+
   describe("streamed text (delta)", () => {
     function deltas(bus: EventBus, sessionId: string, words: string[], from = 0): void {
       let offset = from;
