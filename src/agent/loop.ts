@@ -133,8 +133,9 @@ export async function runModelLoop(
         signal: turn.signal,
         onDelta: (text) => {
           if (turn.signal.aborted || text.length === 0) return;
+          // `offset`: where this piece starts in the step's text, so a listener can spot a gap.
+          turn.emit("delta", { text, offset: partial.length });
           partial += text;
-          turn.emit("delta", { text });
         },
       });
       const raced = await raceAbort(call, turn.signal);

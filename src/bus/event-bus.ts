@@ -1,21 +1,28 @@
-// The cross-process event bus: every event of a session is appended to a Redis Stream (its stream
-// id IS the event id, monotonic per session) and published on the session's channel, both in one
-// Lua script so that the live order equals the stream order in every process.
+// The cross-process event bus: every stored event of a session is appended to a Redis Stream (its
+// stream id IS the event id, monotonic per session) and published on the session's channel, both
+// in one Lua script so that the live order equals the stream order in every process; the events
+// published during one event-loop turn share one script run (publish-batch.ts).
 //
 // Subscribing registers on the live channel first, holds live events, replays the stream after
 // `since` (exclusive), then releases the held events, skipping any id already delivered: no gaps,
-// no duplicates. Every event kind is replayed, deltas included, so a reconnecting client can
-// rebuild a half-streamed reply.
+// no duplicates.
+//
+// Streamed text (`delta`, the ephemeral kinds) is not stored: it is coalesced per session
+// (delta-coalescer.ts) and only published, as `- <body>`, in order with the stored events (same
+// batches). A listener gets it only while live and not catching up; each frame says where its
+// text starts in the reply (`offset`), and the turn's end event carries the final text, so a
+// listener that missed frames (joined late, reconnected) still ends with the whole reply.
 //
 // One pub/sub connection per bus, shared by all subscriptions (per-channel SUBSCRIBE, reference
 // counted). Redis outages: while the subscriber connection is down nothing arrives live; on
 // reconnect the bus resubscribes, then replays each subscription's stream from the last id it
 // delivered, so a listener misses nothing that the stream still holds (MAXLEN and TTL bound it).
 // Publishing during an outage fails or waits, as the commands connection is configured to.
-import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { EventKind, EventPublisher, EventSubscriber, GatewayEvent, SubscribeOptions } from "./types.js";
+import { isEphemeralKind, type EventKind, type EventPublisher, type EventSubscriber, type GatewayEvent, type SubscribeOptions } from "./types.js";
+import { DeltaCoalescer } from "./delta-coalescer.js";
+import { LIVE_ONLY_MARK, PublishBatch } from "./publish-batch.js";
 import { RedisKeys } from "./keys.js";
 import { SubscriberLink } from "./subscriber-link.js";
 
@@ -31,8 +38,14 @@ export interface EventBusOptions {
   prefix: string;
   /** Approximate stream length kept per session (`XADD MAXLEN ~`). */
   maxLenPerSession?: number;
-  /** Streams expire this long after their last event; 0 keeps them forever. */
+  /**
+   * Streams expire this long after their last event; 0 keeps them forever. The TTL is refreshed at
+   * most once per EXPIRE_REFRESH_MS per session by each process, so a stream may go up to that much
+   * sooner.
+   */
   ttlSeconds?: number;
+  /** Pending streamed text goes out at most this often per session (default DELTA_FRAME_INTERVAL_MS). */
+  deltaIntervalMs?: number;
   /** Where listener errors and failed catch-ups are reported. */
   logger?: Logger;
 }
@@ -43,14 +56,14 @@ const DEFAULT_MAX_LEN = 2000;
 const DEFAULT_TTL_SECONDS = 7 * 24 * 3600;
 const REPLAY_PAGE = 500;
 
-// KEYS[1] stream; ARGV: maxlen, kind, data, ts, ttl, channel, body-after-id.
-const PUBLISH_SCRIPT = `
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'kind', ARGV[2], 'data', ARGV[3], 'ts', ARGV[4])
-if tonumber(ARGV[5]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[5]) end
-redis.call('PUBLISH', ARGV[6], id .. ' ' .. ARGV[7])
-return id
-`;
-const PUBLISH_SCRIPT_SHA = createHash("sha1").update(PUBLISH_SCRIPT).digest("hex");
+/**
+ * A stream's TTL is set again only this long after this process last set it for the session: a
+ * turn publishes several events within seconds, and one EXPIRE per event was a third of the
+ * script's commands, for a TTL of days.
+ */
+export const EXPIRE_REFRESH_MS = 60_000;
+/** Sessions whose last refresh is remembered; beyond, the stale ones are forgotten. */
+const EXPIRE_MEMORY = 10_000;
 
 // ---------------------------------------------------------------------------------------------
 // Stream ids
@@ -76,7 +89,7 @@ export function comparePositions(a: StreamPosition, b: StreamPosition): number {
   return a.ms !== b.ms ? a.ms - b.ms : a.seq - b.seq;
 }
 
-function formatPosition(position: StreamPosition): string {
+export function formatPosition(position: StreamPosition): string {
   return `${position.ms}-${position.seq}`;
 }
 
@@ -87,6 +100,10 @@ function formatPosition(position: StreamPosition): string {
  * Delivers items of one session's stream in id order, exactly once, merging a replay from the
  * stream with live items that arrive meanwhile. While held, live items queue up; catchUp() reads
  * the stream after the last delivered id, then releases the queue, skipping what it already sent.
+ *
+ * Ephemeral items (streamed text, never in the stream) pass straight through while the feed is
+ * live, in arrival order, and are dropped while it is held: released after a replay they could
+ * land after stored events they preceded. Their text is healed by the turn's end event.
  */
 export class CatchUpFeed<T> {
   private held: T[] | null;
@@ -96,14 +113,18 @@ export class CatchUpFeed<T> {
   // (a later catch-up, or a disconnect whose reconnect will catch up again).
   private holdEpoch = 0;
 
+  private readonly isEphemeral: (item: T) => boolean;
+
+  /** `deliver` gets each item and the position of the last stored item delivered before it. */
   constructor(
     private readonly positionOf: (item: T) => StreamPosition,
-    private readonly deliver: (item: T) => void,
+    private readonly deliver: (item: T, last: StreamPosition) => void,
     startAfter: StreamPosition,
-    options: { held: boolean },
+    options: { held: boolean; ephemeral?: (item: T) => boolean },
   ) {
     this.last = startAfter;
     this.held = options.held ? [] : null;
+    this.isEphemeral = options.ephemeral ?? (() => false);
   }
 
   /** The id of the last item delivered (or the start position). */
@@ -113,6 +134,10 @@ export class CatchUpFeed<T> {
 
   /** A live item. */
   offer(item: T): void {
+    if (this.isEphemeral(item)) {
+      if (!this.held) this.deliver(item, this.last);
+      return;
+    }
     if (this.held) this.held.push(item);
     else this.emit(item);
   }
@@ -148,7 +173,7 @@ export class CatchUpFeed<T> {
     const position = this.positionOf(item);
     if (comparePositions(position, this.last) <= 0) return;
     this.last = position;
-    this.deliver(item);
+    this.deliver(item, position);
   }
 }
 
@@ -158,6 +183,8 @@ export class CatchUpFeed<T> {
 interface PositionedEvent {
   event: GatewayEvent;
   position: StreamPosition;
+  /** Published live only (streamed text): delivered only while the feed is live, never ordered by id. */
+  ephemeral: boolean;
 }
 
 interface Channel {
@@ -176,6 +203,10 @@ export class EventBus implements EventPublisher, EventSubscriber {
   private readonly ttlSeconds: number;
   private readonly logger: Logger | undefined;
   private readonly channels = new Map<string, Channel>();
+  private readonly deltas: DeltaCoalescer;
+  private readonly writes: PublishBatch;
+  /** When this process last set each session's stream TTL (insertion order = refresh order). */
+  private readonly ttlRefreshedAt = new Map<string, number>();
   private closed = false;
   private disconnected = false;
 
@@ -185,6 +216,8 @@ export class EventBus implements EventPublisher, EventSubscriber {
     this.maxLen = options.maxLenPerSession ?? DEFAULT_MAX_LEN;
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
     this.logger = options.logger;
+    this.writes = new PublishBatch({ redis: this.redis, maxLen: this.maxLen, ttlSeconds: this.ttlSeconds, logger: this.logger });
+    this.deltas = new DeltaCoalescer((sessionId, data) => this.sendEphemeral(sessionId, "delta", data), options.deltaIntervalMs);
     this.link = new SubscriberLink(options.redis, options.subscriber, { message: this.onMessage, close: this.onDisconnect, ready: this.onReconnect });
   }
 
@@ -200,23 +233,50 @@ export class EventBus implements EventPublisher, EventSubscriber {
     return this.keys.eventChannel(sessionId);
   }
 
-  /** Append an event to the session's stream and publish it live; its stream id is its id. */
+  /**
+   * Append an event to the session's stream and publish it live; its stream id is its id. An
+   * ephemeral kind (`delta`) is only coalesced for publishing and resolves at once, without an id.
+   */
   async publish(sessionId: string, kind: EventKind, data: Record<string, unknown>): Promise<GatewayEvent> {
     const ts = Date.now();
-    const dataJson = JSON.stringify(data);
-    const body = `{"session_id":${JSON.stringify(sessionId)},"kind":${JSON.stringify(kind)},"data":${dataJson},"ts":${ts}}`;
-    const args = [
-      this.streamKey(sessionId),
-      String(this.maxLen), kind, dataJson, String(ts), String(this.ttlSeconds), this.channelName(sessionId), body,
-    ];
-    let id: unknown;
-    try {
-      id = await this.redis.evalsha(PUBLISH_SCRIPT_SHA, 1, ...args);
-    } catch (err) {
-      if (!String((err as Error).message).includes("NOSCRIPT")) throw err;
-      id = await this.redis.eval(PUBLISH_SCRIPT, 1, ...args);
+    if (isEphemeralKind(kind)) {
+      if (!this.closed) this.deltas.add(sessionId, data);
+      return { id: "", session_id: sessionId, kind, data, ts };
     }
-    return { id: String(id), session_id: sessionId, kind, data, ts };
+    // Streamed text still pending goes out first, in the same batch: the live order holds.
+    this.deltas.beforeStored(sessionId, kind);
+    const dataJson = JSON.stringify(data);
+    const id = await this.writes.stored({
+      stream: this.streamKey(sessionId),
+      kind,
+      dataJson,
+      ts,
+      channel: this.channelName(sessionId),
+      body: eventBody(sessionId, kind, dataJson, ts),
+      refreshTtl: this.ttlRefreshDue(sessionId, ts),
+    });
+    return { id, session_id: sessionId, kind, data, ts };
+  }
+
+  /** Publish an event live only (no stream id): the session's coalesced streamed text. */
+  private sendEphemeral(sessionId: string, kind: EventKind, data: Record<string, unknown>): void {
+    this.writes.liveOnly(this.channelName(sessionId), eventBody(sessionId, kind, JSON.stringify(data), Date.now()));
+  }
+
+  /** Whether this event should set the stream's TTL again (see EXPIRE_REFRESH_MS). */
+  private ttlRefreshDue(sessionId: string, now: number): boolean {
+    if (this.ttlSeconds <= 0) return false;
+    const last = this.ttlRefreshedAt.get(sessionId);
+    if (last !== undefined && now - last < EXPIRE_REFRESH_MS) return false;
+    this.ttlRefreshedAt.delete(sessionId);
+    this.ttlRefreshedAt.set(sessionId, now);
+    if (this.ttlRefreshedAt.size > EXPIRE_MEMORY) {
+      for (const [session, at] of this.ttlRefreshedAt) {
+        if (now - at < EXPIRE_REFRESH_MS) break;
+        this.ttlRefreshedAt.delete(session);
+      }
+    }
+    return true;
   }
 
   /**
@@ -232,9 +292,10 @@ export class EventBus implements EventPublisher, EventSubscriber {
     if (!start) throw new Error(`not an event id: ${options.since}`);
     const feed = new CatchUpFeed<PositionedEvent>(
       (item) => item.position,
-      (item) => this.callListener(listener, item.event),
+      // Streamed text is delivered with the id of the last stored event this listener got.
+      (item, last) => this.callListener(listener, item.ephemeral ? { ...item.event, id: formatPosition(last) } : item.event),
       start,
-      { held: !liveOnly },
+      { held: !liveOnly, ephemeral: (item) => item.ephemeral },
     );
     const channel = this.join(sessionId, feed);
     let unsubscribed = false;
@@ -305,6 +366,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.deltas.clear();
     const names = [...this.channels.values()].map((channel) => this.channelName(channel.sessionId));
     this.channels.clear();
     await this.link.release(names);
@@ -314,7 +376,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
     for await (const page of this.replay(sessionId, after)) {
       yield page.flatMap((event) => {
         const position = parseStreamId(event.id);
-        return position ? [{ event, position }] : [];
+        return position ? [{ event, position, ephemeral: false }] : [];
       });
     }
   }
@@ -347,12 +409,13 @@ export class EventBus implements EventPublisher, EventSubscriber {
     const channel = this.channels.get(channelName);
     if (!channel || channel.feeds.size === 0) return;
     const event = eventFromMessage(channel.sessionId, message);
-    const position = event && parseStreamId(event.id);
+    const ephemeral = event?.id === LIVE_ONLY_MARK;
+    const position = ephemeral ? STREAM_START : event && parseStreamId(event.id);
     if (!event || !position) {
       this.logger?.warn({ channel: channelName }, "event bus: unreadable message ignored");
       return;
     }
-    const item = { event, position };
+    const item = { event, position, ephemeral };
     for (const feed of channel.feeds) feed.offer(item);
   };
 
@@ -392,6 +455,10 @@ export class EventBus implements EventPublisher, EventSubscriber {
       this.logger?.error({ err, sessionId: event.session_id, kind: event.kind }, "event listener threw");
     }
   }
+}
+
+function eventBody(sessionId: string, kind: EventKind, dataJson: string, ts: number): string {
+  return `{"session_id":${JSON.stringify(sessionId)},"kind":${JSON.stringify(kind)},"data":${dataJson},"ts":${ts}}`;
 }
 
 function eventFromMessage(sessionId: string, message: string): GatewayEvent | null {

@@ -23,9 +23,24 @@ export const EVENT_KINDS = [
 
 export type EventKind = (typeof EVENT_KINDS)[number];
 
+/**
+ * Kinds that are published live only, never stored in the session's stream: streamed reply text.
+ * Each carries `offset` (where its `text` starts in the reply being streamed), so a listener that
+ * missed some can tell, and the turn's end event carries the whole text.
+ */
+export const EPHEMERAL_KINDS: ReadonlySet<EventKind> = new Set<EventKind>(["delta"]);
+
+export function isEphemeralKind(kind: string): boolean {
+  return EPHEMERAL_KINDS.has(kind as EventKind);
+}
+
 /** One event of a session, as stored in its stream and sent to WebSocket clients. */
 export interface GatewayEvent {
-  /** Monotonic per session: `since` replays are exclusive of this id. */
+  /**
+   * Monotonic per session: `since` replays are exclusive of this id. An ephemeral event (a delta)
+   * has no id of its own: it is delivered with the id of the last stored event its listener got
+   * before it, so resuming from it misses nothing and repeats nothing.
+   */
   id: string;
   session_id: string;
   kind: EventKind;

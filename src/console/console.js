@@ -506,19 +506,40 @@ function currentTurn(ts) {
   return block;
 }
 
-/** Streamed text goes into the block's last text segment; a tool call in between starts a new one. */
-function appendText(block, text) {
+/**
+ * Streamed text goes into the block's last text segment; a tool call in between starts a new one.
+ * `offset` (a delta's) is where the text starts in the segment: text already shown is skipped, and
+ * after a gap (frames missed while reconnecting) nothing more is shown until the turn's end event
+ * brings the final text.
+ */
+function appendText(block, text, offset) {
   let segment = block.lastElementChild;
   if (!segment || !segment.classList.contains("stream")) {
     segment = make("div", { className: "stream", "data-testid": "stream-text" });
     block.append(segment);
   }
-  segment.append(text);
+  if (segment.dataset.gap) return;
+  const shown = segment.textContent.length;
+  const at = typeof offset === "number" ? offset : shown;
+  if (at > shown) {
+    segment.dataset.gap = "true";
+    return;
+  }
+  const fresh = text.slice(shown - at);
+  if (fresh) segment.append(fresh);
 }
 
 function dropEmptyText(block) {
   const last = block.lastElementChild;
   if (last && last.classList.contains("stream") && !last.textContent) last.remove();
+}
+
+/** The final text is the last model call's: fill in what the streamed frames did not show. */
+function completeText(block, final) {
+  const last = block.lastElementChild;
+  if (!last || !last.classList.contains("stream")) return appendText(block, final);
+  delete last.dataset.gap;
+  if (final.startsWith(last.textContent)) last.append(final.slice(last.textContent.length));
 }
 
 function streamedText(block) {
@@ -530,6 +551,7 @@ function endTurn(event, outcome, label) {
   const final = typeof event.data.final_response === "string" ? event.data.final_response : "";
   // Joined after its deltas (or replayed without them): show the final text instead.
   if (!streamedText(block) && final) appendText(block, final);
+  else if (final && outcome !== "failed") completeText(block, final);
   block.dataset.outcome = outcome;
   block.append(make("div", { className: "marker", "data-testid": "turn-marker", "data-outcome": outcome, text: label }));
   state.turnBlock = null;
@@ -570,7 +592,7 @@ function renderEvent(event) {
       addActivity(line("status", data.text ?? "", event.ts, { "data-testid": "status-line", "data-level": data.level ?? "lifecycle" }));
       return;
     case "delta":
-      if (typeof data.text === "string") appendText(currentTurn(event.ts), data.text);
+      if (typeof data.text === "string") appendText(currentTurn(event.ts), data.text, data.offset);
       if (isScrolledToBottom(el.activity)) el.activity.scrollTop = el.activity.scrollHeight;
       return;
     case "tool.started":

@@ -71,7 +71,7 @@ describe("EventBus", () => {
     const { bus } = processBus(prefix);
     const before = Date.now();
     const first = await bus.publish("s1", "turn.started", { turn: 1 });
-    const second = await bus.publish("s1", "delta", { text: "hel" });
+    const second = await bus.publish("s1", "status", { text: "hel" });
     expect(first).toMatchObject({ session_id: "s1", kind: "turn.started", data: { turn: 1 } });
     expect(first.ts).toBeGreaterThanOrEqual(before);
     expect(first.id).toMatch(/^\d+-\d+$/);
@@ -93,7 +93,7 @@ describe("EventBus", () => {
     // Eight publishers race on one session: every process must still see the stream's order.
     await Promise.all(
       publishers.map(async (publisher, from) => {
-        for (let n = 0; n < 40; n++) await publisher.bus.publish("s", "delta", { from, n });
+        for (let n = 0; n < 40; n++) await publisher.bus.publish("s", "status", { from, n });
       }),
     );
     const stored = await streamIds(admin, one.bus, "s");
@@ -109,8 +109,8 @@ describe("EventBus", () => {
     const { bus } = processBus(prefix);
     const seen = collector();
     await bus.subscribe("mine", seen.listener);
-    await bus.publish("other", "delta", { text: "not for you" });
-    await bus.publish("mine", "delta", { text: "for you" });
+    await bus.publish("other", "status", { text: "not for you" });
+    await bus.publish("mine", "status", { text: "for you" });
     await seen.waitFor(1);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(seen.events.map((event) => event.data.text)).toEqual(["for you"]);
@@ -119,10 +119,10 @@ describe("EventBus", () => {
   it("without since, delivers only events published after subscribing", async () => {
     const { prefix } = setup();
     const { bus } = processBus(prefix);
-    await bus.publish("s", "delta", { n: 0 });
+    await bus.publish("s", "status", { n: 0 });
     const seen = collector();
     await bus.subscribe("s", seen.listener);
-    await bus.publish("s", "delta", { n: 1 });
+    await bus.publish("s", "status", { n: 1 });
     await seen.waitFor(1);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(seen.events.map((event) => event.data.n)).toEqual([1]);
@@ -131,7 +131,7 @@ describe("EventBus", () => {
   it("liveOnly delivers the events published after subscribing, in order, without reading the stream", async () => {
     const { prefix } = setup();
     const { bus, redis } = processBus(prefix);
-    await bus.publish("s", "delta", { n: 0 });
+    await bus.publish("s", "status", { n: 0 });
     const streamReads: string[] = [];
     const xrange = redis.xrange.bind(redis);
     const xrevrange = redis.xrevrange.bind(redis);
@@ -139,7 +139,7 @@ describe("EventBus", () => {
     redis.xrevrange = ((...args: Parameters<typeof xrevrange>) => (streamReads.push("xrevrange"), xrevrange(...args))) as typeof redis.xrevrange;
     const seen = collector();
     const off = await bus.subscribe("s", seen.listener, { liveOnly: true });
-    for (let n = 1; n <= 3; n++) await bus.publish("s", "delta", { n });
+    for (let n = 1; n <= 3; n++) await bus.publish("s", "status", { n });
     await seen.waitFor(3);
     await new Promise((resolve) => setTimeout(resolve, 50));
     off();
@@ -154,7 +154,7 @@ describe("EventBus", () => {
     const { prefix } = setup();
     const { bus } = processBus(prefix);
     const published: GatewayEvent[] = [];
-    for (let n = 0; n < 5; n++) published.push(await bus.publish("s", n % 2 ? "delta" : "status", { n }));
+    for (let n = 0; n < 5; n++) published.push(await bus.publish("s", n % 2 ? "status" : "status", { n }));
     const seen = collector();
     await bus.subscribe("s", seen.listener, { since: published[1].id });
     expect(idsOf(seen.events)).toEqual(idsOf(published.slice(2)));
@@ -166,12 +166,12 @@ describe("EventBus", () => {
     const { prefix, admin } = setup();
     const publisher = processBus(prefix);
     const { bus } = processBus(prefix);
-    const first = await publisher.bus.publish("s", "delta", { n: -1 });
+    const first = await publisher.bus.publish("s", "status", { n: -1 });
     // A backlog to replay, so live events arrive while the replay is still being read.
-    await Promise.all(Array.from({ length: 1000 }, (_, n) => publisher.bus.publish("s", "delta", { backlog: n })));
+    await Promise.all(Array.from({ length: 1000 }, (_, n) => publisher.bus.publish("s", "status", { backlog: n })));
     let publishing = true;
     const pumps = Array.from({ length: 3 }, async (_, lane) => {
-      for (let n = 0; publishing || n < 50; n++) await publisher.bus.publish("s", "delta", { lane, n });
+      for (let n = 0; publishing || n < 50; n++) await publisher.bus.publish("s", "status", { lane, n });
     });
     // Subscribe at several moments while events keep coming.
     const subscribers = [];
@@ -192,7 +192,7 @@ describe("EventBus", () => {
     const { bus, redis } = processBus(prefix);
     const key = bus.streamKey("long");
     const pipeline = redis.pipeline();
-    for (let n = 0; n < 1200; n++) pipeline.xadd(key, "*", "kind", "delta", "data", JSON.stringify({ n }), "ts", String(Date.now()));
+    for (let n = 0; n < 1200; n++) pipeline.xadd(key, "*", "kind", "status", "data", JSON.stringify({ n }), "ts", String(Date.now()));
     await pipeline.exec();
     const seen = collector();
     await bus.subscribe("long", seen.listener, { since: "0-0" });
@@ -209,11 +209,11 @@ describe("EventBus", () => {
     const channel = `${prefix}:events:live:s`;
     const subscribers = async (): Promise<number> => Number(((await admin.pubsub("NUMSUB", channel)) as [string, number])[1]);
     expect(await subscribers()).toBe(1);
-    await bus.publish("s", "delta", { n: 1 });
+    await bus.publish("s", "status", { n: 1 });
     await a.waitFor(1);
     await b.waitFor(1);
     stopA();
-    await bus.publish("s", "delta", { n: 2 });
+    await bus.publish("s", "status", { n: 2 });
     await b.waitFor(2);
     expect(a.events).toHaveLength(1);
     stopB();
@@ -228,8 +228,8 @@ describe("EventBus", () => {
       throw new Error("bad listener");
     });
     await bus.subscribe("s", seen.listener);
-    await bus.publish("s", "delta", { n: 1 });
-    await bus.publish("s", "delta", { n: 2 });
+    await bus.publish("s", "status", { n: 1 });
+    await bus.publish("s", "status", { n: 2 });
     expect((await seen.waitFor(2)).map((event) => event.data.n)).toEqual([1, 2]);
   });
 
@@ -242,18 +242,18 @@ describe("EventBus", () => {
     const publisher = processBus(prefix);
     const seen = collector();
     await bus.subscribe("s", seen.listener);
-    await publisher.bus.publish("s", "delta", { n: 0 });
+    await publisher.bus.publish("s", "status", { n: 0 });
     await seen.waitFor(1);
 
     const closed = new Promise((resolve) => subscriber.once("close", resolve));
     await admin.client("KILL", "ID", clientId);
     await closed;
-    for (let n = 1; n <= 5; n++) await publisher.bus.publish("s", "delta", { n });
+    for (let n = 1; n <= 5; n++) await publisher.bus.publish("s", "status", { n });
     // These were published while the subscriber was away: pub/sub alone would lose them.
     expect(subscriber.status).not.toBe("ready");
 
     await seen.waitFor(6);
-    await publisher.bus.publish("s", "delta", { n: 6 });
+    await publisher.bus.publish("s", "status", { n: 6 });
     await seen.waitFor(7);
     expect(seen.events.map((event) => event.data.n)).toEqual([0, 1, 2, 3, 4, 5, 6]);
     expect(idsOf(seen.events)).toEqual(await streamIds(admin, bus, "s"));
@@ -267,13 +267,141 @@ describe("EventBus", () => {
       await bus.close();
       redis.disconnect();
     });
-    for (let n = 0; n < 300; n++) await bus.publish("s", "delta", { n });
+    for (let n = 0; n < 300; n++) await bus.publish("s", "status", { n });
     const length = await admin.xlen(bus.streamKey("s"));
     expect(length).toBeLessThan(300);
     expect(length).toBeGreaterThanOrEqual(10);
     const ttl = await admin.ttl(bus.streamKey("s"));
     expect(ttl).toBeGreaterThan(500);
     expect(ttl).toBeLessThanOrEqual(600);
+  });
+
+  it("sets a stream's TTL once per refresh window, and again on a stream that is gone", async () => {
+    const { prefix, admin } = setup();
+    const { bus } = processBus(prefix, { ttlSeconds: 600 });
+    const key = bus.streamKey("s");
+    await bus.publish("s", "turn.started", {});
+    expect(await admin.ttl(key)).toBeGreaterThan(500);
+    // Within the window the next events do not EXPIRE again (an older TTL stays as it is) ...
+    await admin.expire(key, 100);
+    await bus.publish("s", "status", { n: 1 });
+    await bus.publish("s", "turn.completed", { final_response: "done" });
+    const ttl = await admin.ttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(100);
+    // ... but a stream that disappeared meanwhile is created again with its TTL, never without.
+    await admin.del(key);
+    await bus.publish("s", "message.queued", { n: 2 });
+    expect(await admin.xlen(key)).toBe(1);
+    expect(await admin.ttl(key)).toBeGreaterThan(500);
+  });
+
+  it("stores the events published in one event-loop turn, of any session, with one script run", async () => {
+    const { prefix, admin } = setup();
+    const { bus } = processBus(prefix);
+    const monitor = await admin.duplicate().monitor();
+    const runs: string[][] = [];
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (/^eval/i.test(args[0] ?? "") && args.some((arg) => arg.startsWith(prefix))) runs.push(args);
+    });
+    cleanups.push(() => monitor.disconnect());
+    const live = collector();
+    await bus.subscribe("a", live.listener);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // MONITOR is on
+    const published = await Promise.all(
+      ["a", "b", "c", "a", "b", "c"].map((session, n) => bus.publish(session, n < 3 ? "turn.started" : "turn.completed", { n })),
+    );
+    await live.waitFor(2);
+    // MONITOR's feed may lag behind: wait for the run, then a moment for any other.
+    for (let waited = 0; runs.length === 0 && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(runs).toHaveLength(1);
+    for (const session of ["a", "b", "c"]) {
+      const [started, completed] = published.filter((event) => event.session_id === session);
+      expect(await streamIds(admin, bus, session)).toEqual([started.id, completed.id]);
+    }
+    expect(live.events.map((e) => e.data.n)).toEqual([0, 3]);
+  });
+
+  describe("streamed text (delta)", () => {
+    function deltas(bus: EventBus, sessionId: string, words: string[], from = 0): void {
+      let offset = from;
+      for (const word of words) {
+        void bus.publish(sessionId, "delta", { text: word, offset, turn_session_id: sessionId, inbox_ids: [1] });
+        offset += word.length;
+      }
+    }
+
+    it("is published live, coalesced into one frame per interval, and never stored", async () => {
+      const { prefix, admin } = setup();
+      const { bus } = processBus(prefix);
+      const live = collector();
+      await bus.subscribe("s", live.listener);
+      const started = await bus.publish("s", "turn.started", { inbox_ids: [1] });
+      deltas(bus, "s", ["Echo:", " one", " two"]);
+      await live.waitFor(2);
+      deltas(bus, "s", [" three"], "Echo: one two".length);
+      // Pending when the turn ends: dropped, since the end event carries the whole text.
+      await bus.publish("s", "turn.completed", { final_response: "Echo: one two three", inbox_ids: [1] });
+      await live.waitFor(3);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // nothing else may come
+      expect(live.events.map((e) => [e.kind, e.data.text, e.data.offset])).toEqual([
+        ["turn.started", undefined, undefined],
+        ["delta", "Echo: one two", 0],
+        ["turn.completed", undefined, undefined],
+      ]);
+      // The frame keeps the turn's fields and goes out with the id of the stored event before it.
+      expect(live.events[1]).toMatchObject({ id: started.id, session_id: "s", data: { turn_session_id: "s", inbox_ids: [1] } });
+      const stored = await admin.xrange(bus.streamKey("s"), "-", "+");
+      expect(stored.map(([, fields]) => fields[1])).toEqual(["turn.started", "turn.completed"]);
+    });
+
+    it("goes out before a stored event published after it, and a new segment starts a new frame", async () => {
+      const { prefix } = setup();
+      const { bus } = processBus(prefix);
+      const live = collector();
+      await bus.subscribe("s", live.listener);
+      deltas(bus, "s", ["Let", " me", " look."]);
+      const tool = await bus.publish("s", "tool.started", { name: "clock" });
+      deltas(bus, "s", ["It is", " noon"]);
+      deltas(bus, "s", ["Anew"]); // offset 0 again: another model call
+      await live.waitFor(4);
+      expect(live.events.map((e) => [e.kind, e.data.text ?? e.data.name, e.data.offset])).toEqual([
+        ["delta", "Let me look.", 0],
+        ["tool.started", "clock", undefined],
+        ["delta", "It is noon", 0],
+        ["delta", "Anew", 0],
+      ]);
+      expect(live.events[2].id).toBe(tool.id);
+    });
+
+    it("sends at most one frame per interval for a steady stream", async () => {
+      const { prefix } = setup();
+      const redis = newRedisClient();
+      const bus = new EventBus({ redis, prefix, deltaIntervalMs: 50 });
+      cleanups.push(async () => {
+        await bus.close();
+        redis.disconnect();
+      });
+      const live = collector();
+      await bus.subscribe("s", live.listener);
+      const began = Date.now();
+      let text = "";
+      for (let n = 0; n < 100; n++) {
+        const word = ` w${n}`;
+        deltas(bus, "s", [word], text.length);
+        text += word;
+        await new Promise((resolve) => setTimeout(resolve, 3));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      const elapsed = Date.now() - began;
+      expect(live.events.map((e) => e.data.text).join("")).toBe(text);
+      expect(live.events.length).toBeGreaterThan(1);
+      expect(live.events.length).toBeLessThanOrEqual(Math.ceil(elapsed / 50) + 1);
+      const offsets = live.events.map((e) => e.data.offset);
+      expect(offsets[0]).toBe(0);
+      for (let i = 1; i < live.events.length; i++) expect(offsets[i]).toBe(Number(offsets[i - 1]) + String(live.events[i - 1].data.text).length);
+    });
   });
 
   it("refuses a since that is not an event id", async () => {

@@ -77,6 +77,8 @@ describe("chat completions through the gateway", () => {
   });
 
   it("streams deltas that concatenate to the stored reply", async () => {
+    // A word every 40 ms: longer than the delta frame interval, so the words come as several chunks.
+    fake.setDefault({ kind: "slow", chunks: 8, chunkDelayMs: 40 });
     const text = `tell me a long story ${marker()}`;
     const stream = await client.chat.completions.create({ model: "fake-model", stream: true, messages: [{ role: "user", content: text }] });
     const pieces: string[] = [];
@@ -86,8 +88,8 @@ describe("chat completions through the gateway", () => {
       if (choice?.delta.content) pieces.push(choice.delta.content);
       if (choice?.finish_reason) finish = choice.finish_reason;
     }
-    expect(pieces.join("")).toBe(`Echo: ${text}`);
-    expect(pieces.length).toBeGreaterThan(3); // word by word, not one block
+    expect(pieces.join("")).toBe(`Echo: ${text} 2 3 4 5 6 7 8`);
+    expect(pieces.length).toBeGreaterThan(3); // streamed, not one block
     expect(finish).toBe("stop");
   });
 

@@ -16,12 +16,20 @@ import { ScriptedIngress, type ScriptedTurn, type TurnContext } from "./support/
 
 const redis = newRedisClient();
 const prefix = uniquePrefix("api-router");
-const bus = new EventBus({ redis, prefix });
+// Streamed text is coalesced per interval; the scripted turns stream a word per WORD_GAP_MS, so
+// that each word is a frame of its own and the tests can see word-by-word streaming.
+const bus = new EventBus({ redis, prefix, deltaIntervalMs: 10 });
+const WORD_GAP_MS = 25;
 
 const echoTurn: ScriptedTurn = async (turn) => {
   const text = `Echo: ${turn.message.text}`;
   await turn.publish("turn.started");
-  for (const piece of wordChunks(text)) await turn.publish("delta", { text: piece });
+  let offset = 0;
+  for (const piece of wordChunks(text)) {
+    await turn.publish("delta", { text: piece, offset });
+    offset += piece.length;
+    await new Promise((resolve) => setTimeout(resolve, WORD_GAP_MS));
+  }
   await turn.publish("turn.completed", { final_response: text });
   turn.finish("done", text);
 };
@@ -291,7 +299,8 @@ describe("POST /v1/chat/completions (streaming)", () => {
     ingress.turn = async (turn: TurnContext) => {
       const other = (kind: EventKind, data: Record<string, unknown> = {}) => bus.publish(turn.sessionId, kind, { inbox_ids: [999], ...data });
       await other("turn.started");
-      await other("delta", { text: "NOT MINE " });
+      await other("delta", { text: "NOT MINE ", offset: 0 });
+      await new Promise((resolve) => setTimeout(resolve, WORD_GAP_MS));
       await other("turn.completed", { final_response: "NOT MINE" });
       await echoTurn(turn);
     };

@@ -84,4 +84,31 @@ describe("TurnEventTracker", () => {
     interrupted.offer(event("turn.interrupted", { inbox_ids: [4], final_response: "partial" }));
     expect(await interrupted.end).toMatchObject({ kind: "interrupted", finalResponse: "partial" });
   });
+  it("skips text already streamed, stops a segment at a missed frame, and the final text fills the rest", async () => {
+    const deltas: string[] = [];
+    const tracker = new TurnEventTracker((text) => deltas.push(text));
+    tracker.bind(4);
+    tracker.offer(event("turn.started", { inbox_ids: [4] }));
+    tracker.offer(event("delta", { text: "Echo: one", offset: 0, inbox_ids: [4] }));
+    tracker.offer(event("delta", { text: "one two", offset: 6, inbox_ids: [4] })); // overlaps
+    tracker.offer(event("delta", { text: " four", offset: 17, inbox_ids: [4] })); // " three" was missed
+    tracker.offer(event("delta", { text: " five", offset: 22, inbox_ids: [4] }));
+    tracker.offer(event("turn.completed", { inbox_ids: [4], final_response: "Echo: one two three four five" }));
+    expect(deltas).toEqual(["Echo: one", " two"]);
+    const end = await tracker.end;
+    expect(tracker.remainderOf(end.finalResponse)).toBe(" three four five");
+    expect(deltas.join("") + tracker.remainderOf(end.finalResponse)).toBe("Echo: one two three four five");
+  });
+
+  it("streams a new segment after a tool call even when the previous one had a gap", () => {
+    const deltas: string[] = [];
+    const tracker = new TurnEventTracker((text) => deltas.push(text));
+    tracker.bind(5);
+    tracker.offer(event("turn.started", { inbox_ids: [5] }));
+    tracker.offer(event("delta", { text: "look", offset: 4, inbox_ids: [5] }));
+    tracker.offer(event("tool.started", { inbox_ids: [5], name: "clock" }));
+    tracker.offer(event("delta", { text: "Noon", offset: 0, inbox_ids: [5] }));
+    expect(deltas).toEqual(["Noon"]);
+    expect(tracker.currentSegment).toBe("Noon");
+  });
 });

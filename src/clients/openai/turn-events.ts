@@ -1,6 +1,9 @@
 // Picks one request's turn out of its session's event feed: the deltas after the `turn.started`
 // whose inbox_ids hold our inbox row, up to that turn's end. Events that arrive before we know
 // our inbox id (the worker can start before accept() returns) are held and replayed on bind().
+// Deltas are live-only frames that may be missed (pub/sub): each says where its text starts in the
+// segment (`offset`); after a gap nothing more of the segment is streamed, and the end event's
+// final text fills in the rest (remainderOf).
 import type { GatewayEvent } from "../../gateway/types.js";
 
 export type TurnEndKind = "completed" | "failed" | "interrupted";
@@ -39,6 +42,8 @@ export class TurnEventTracker {
   // Text of the current model call: a tool call starts a new one, and the turn's final response
   // is the last call's text, so the remainder is computed against this segment only.
   private segment = "";
+  /** A frame of this segment was missed: the rest comes from the final text. */
+  private gap = false;
   private resolveEnd!: (end: TurnEnd) => void;
   /** Resolves when our turn ends (never, if its end is not seen). */
   readonly end: Promise<TurnEnd>;
@@ -101,15 +106,23 @@ export class TurnEventTracker {
     if (!this.started) return;
     if (event.kind === "tool.started" || event.kind === "tool.finished") {
       this.segment = "";
+      this.gap = false;
       return;
     }
     // A delta that names its turn must name ours; one that does not belongs to the started turn.
     if (event.kind === "delta" && (ids === null || ours)) {
       const text = event.data.text;
-      if (typeof text === "string" && text !== "") {
-        this.segment += text;
-        this.onDelta(text);
+      if (typeof text !== "string" || text === "" || this.gap) return;
+      const offset = typeof event.data.offset === "number" ? event.data.offset : this.segment.length;
+      if (offset > this.segment.length) {
+        this.gap = true;
+        return;
       }
+      // Text already streamed (an overlapping frame) is not sent twice.
+      const fresh = text.slice(this.segment.length - offset);
+      if (fresh === "") return;
+      this.segment += fresh;
+      this.onDelta(fresh);
     }
   }
 }

@@ -2,14 +2,22 @@
 // by all its local clients: each event is serialised once and the same bytes go to every client.
 // A client subscribing with `since` gets its own replay from the stream, merged with the shared
 // live feed by event id, so it sees every event once and in order.
+//
+// Streamed text (`delta`) is live only: a client gets the frames that arrive while it is
+// subscribed and not catching up, each with the id of the last stored event that client got
+// before it (so resuming from it is exact). The frame's `offset` and the turn's end event (the
+// final text) let the client complete what it missed.
 import type { Logger } from "pino";
 import {
   CatchUpFeed,
+  comparePositions,
+  formatPosition,
   parseStreamId,
   STREAM_START,
   type EventBus,
   type StreamPosition,
 } from "../../bus/event-bus.js";
+import { isEphemeralKind } from "../../bus/types.js";
 import type { GatewayEvent } from "../../gateway/types.js";
 import type { HubClient } from "./client.js";
 import { eventFrame } from "./frames.js";
@@ -20,6 +28,28 @@ export type HubEventSource = Pick<EventBus, "subscribe" | "replay" | "trimmedAft
 interface OutgoingEvent {
   position: StreamPosition;
   frame: Buffer;
+  /** Set for streamed text: the event, to be framed with each client's own last id. */
+  ephemeral: EphemeralFrames | null;
+}
+
+/** One streamed-text event, serialised once per distinct id it goes out with (usually one). */
+class EphemeralFrames {
+  private readonly frames = new Map<string, Buffer>();
+
+  constructor(private readonly event: GatewayEvent) {}
+
+  /** The frame for a client whose last stored event is at `clientLast`. */
+  frameAfter(busLast: StreamPosition, clientLast: StreamPosition): Buffer {
+    // The bus stamps the id of the last stored event it delivered; a client that replayed further
+    // (with `since`) is ahead of it.
+    const id = formatPosition(comparePositions(clientLast, busLast) > 0 ? clientLast : busLast);
+    let frame = this.frames.get(id);
+    if (!frame) {
+      frame = eventFrame({ ...this.event, id });
+      this.frames.set(id, frame);
+    }
+    return frame;
+  }
 }
 
 interface WatchedSession {
@@ -28,6 +58,8 @@ interface WatchedSession {
   ready: Promise<void>;
   stop: (() => void) | null;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 export class SubscriptionRegistry {
   private readonly sessions = new Map<string, WatchedSession>();
@@ -53,9 +85,9 @@ export class SubscriptionRegistry {
     const session = this.watch(sessionId);
     const feed = new CatchUpFeed<OutgoingEvent>(
       (item) => item.position,
-      (item) => client.send(item.frame),
+      (item, last) => client.send(item.ephemeral ? item.ephemeral.frameAfter(item.position, last) : item.frame),
       start,
-      { held: since !== undefined },
+      { held: since !== undefined, ephemeral: (item) => item.ephemeral !== null },
     );
     session.clients.set(client, feed);
     client.sessions.add(sessionId);
@@ -124,7 +156,8 @@ export class SubscriptionRegistry {
       this.logger.warn({ sessionId: event.session_id, id: event.id }, "event without a stream id ignored");
       return;
     }
-    const item: OutgoingEvent = { position, frame: eventFrame(event) };
+    const ephemeral = isEphemeralKind(event.kind) ? new EphemeralFrames(event) : null;
+    const item: OutgoingEvent = { position, frame: ephemeral ? EMPTY : eventFrame(event), ephemeral };
     for (const feed of session.clients.values()) feed.offer(item);
   }
 
@@ -132,7 +165,7 @@ export class SubscriptionRegistry {
     for await (const page of this.bus.replay(sessionId, after)) {
       yield page.flatMap((event) => {
         const position = parseStreamId(event.id);
-        return position ? [{ position, frame: eventFrame(event) }] : [];
+        return position ? [{ position, frame: eventFrame(event), ephemeral: null }] : [];
       });
     }
   }

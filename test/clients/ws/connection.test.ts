@@ -90,7 +90,7 @@ describe("WebSocket hub connections", () => {
     const chunk = "x".repeat(256 * 1024);
     const total = 80;
     for (let n = 0; n < total && fixture.hub.clientCount === 2; n++) {
-      await fixture.bus.publish("firehose", "delta", { n, text: chunk });
+      await fixture.bus.publish("firehose", "status", { n, text: chunk });
       await waitUntil(() => reader.frames.length >= n + 2, 5000, `event ${n} at the reader`);
     }
     await waitUntil(() => fixture.hub.clientCount === 1, 5000, "the stalled client to be dropped");

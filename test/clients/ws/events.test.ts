@@ -77,7 +77,7 @@ describe("WebSocket hub events", () => {
     const workers = [new EventBus({ redis: admin, prefix }), new EventBus({ redis: newRedisClient(), prefix })];
     await Promise.all(
       workers.map(async (worker, w) => {
-        for (let n = 0; n < 30; n++) await worker.publish("shared", "delta", { w, n });
+        for (let n = 0; n < 30; n++) await worker.publish("shared", "status", { w, n });
       }),
     );
     const a = await onFirst.take(60);
@@ -92,10 +92,10 @@ describe("WebSocket hub events", () => {
     const fixture = await hub();
     const first = await client(fixture);
     await first.subscribe("s");
-    for (let n = 0; n < 3; n++) await fixture.bus.publish("s", "delta", { n });
+    for (let n = 0; n < 3; n++) await fixture.bus.publish("s", "status", { n });
     const seen = await first.take(3);
     first.socket.terminate();
-    for (let n = 3; n < 8; n++) await fixture.bus.publish("s", n === 5 ? "status" : "delta", { n });
+    for (let n = 3; n < 8; n++) await fixture.bus.publish("s", n === 5 ? "status" : "status", { n });
 
     const again = await client(fixture);
     const replayed = await again.subscribe("s", seen[2].id as string);
@@ -109,8 +109,8 @@ describe("WebSocket hub events", () => {
     const fixture = await hub();
     // A publisher that keeps only a short stream: Redis trims whole nodes of 100 entries.
     const trimming = new EventBus({ redis: fixture.redis, prefix: fixture.prefix, maxLenPerSession: 10 });
-    const first = await trimming.publish("t", "delta", { n: 0 });
-    for (let n = 1; n < 250; n++) await trimming.publish("t", "delta", { n });
+    const first = await trimming.publish("t", "status", { n: 0 });
+    for (let n = 1; n < 250; n++) await trimming.publish("t", "status", { n });
 
     const late = await client(fixture);
     const frames = await late.subscribe("t", first.id);
@@ -132,11 +132,11 @@ describe("WebSocket hub events", () => {
     const fixture = await hub();
     const live = await client(fixture);
     await live.subscribe("busy");
-    const first = await fixture.bus.publish("busy", "delta", { n: -1 });
-    await Promise.all(Array.from({ length: 500 }, (_, n) => fixture.bus.publish("busy", "delta", { backlog: n })));
+    const first = await fixture.bus.publish("busy", "status", { n: -1 });
+    await Promise.all(Array.from({ length: 500 }, (_, n) => fixture.bus.publish("busy", "status", { backlog: n })));
     let publishing = true;
     const pump = (async () => {
-      for (let n = 0; publishing || n < 50; n++) await fixture.bus.publish("busy", "delta", { n });
+      for (let n = 0; publishing || n < 50; n++) await fixture.bus.publish("busy", "status", { n });
     })();
     const latecomers: TestClient[] = [];
     for (let i = 0; i < 3; i++) {
@@ -169,7 +169,7 @@ describe("WebSocket hub events", () => {
     expect(busSubscriptions).toBe(1);
     expect(fixture.hub.sessionCount).toBe(1);
     const started = performance.now();
-    await fixture.bus.publish("crowd", "delta", { text: "hello everyone" });
+    await fixture.bus.publish("crowd", "status", { text: "hello everyone" });
     const frames = await Promise.all(clients.map((c) => c.next()));
     const elapsed = performance.now() - started;
     expect(frames.every((frame) => (frame.data as { text: string }).text === "hello everyone")).toBe(true);
@@ -184,7 +184,7 @@ describe("WebSocket hub events", () => {
     await b.subscribe("s");
     a.send({ type: "unsubscribe", session_id: "s" });
     expect(await a.next()).toEqual({ type: "unsubscribed", session_id: "s" });
-    await fixture.bus.publish("s", "delta", { n: 1 });
+    await fixture.bus.publish("s", "status", { n: 1 });
     expect(ns([await b.next()])).toEqual([1]);
     await a.expectSilence(100);
     b.socket.terminate();
@@ -195,8 +195,8 @@ describe("WebSocket hub events", () => {
     const fixture = await hub();
     const watcher = await client(fixture);
     await watcher.subscribe("one");
-    await fixture.bus.publish("two", "delta", { n: 2 });
-    await fixture.bus.publish("one", "delta", { n: 1 });
+    await fixture.bus.publish("two", "status", { n: 2 });
+    await fixture.bus.publish("one", "status", { n: 1 });
     const frame = await watcher.next();
     expect(frame).toMatchObject({ session_id: "one", data: { n: 1 } });
     await watcher.expectSilence(100);

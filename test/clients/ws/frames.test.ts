@@ -17,7 +17,7 @@ async function setup(options: Parameters<typeof startHub>[0] = {}): Promise<{ fi
 /** After an error the same connection must still subscribe and receive events. */
 async function expectStillServing(fixture: HubFixture, client: TestClient, sessionId = "still-alive"): Promise<void> {
   await client.subscribe(sessionId);
-  await fixture.bus.publish(sessionId, "delta", { text: "still here" });
+  await fixture.bus.publish(sessionId, "status", { text: "still here" });
   expect(await client.next()).toMatchObject({ type: "event", session_id: sessionId, data: { text: "still here" } });
 }
 
@@ -77,8 +77,8 @@ describe("WebSocket hub frame validation", () => {
     client.send({ type: "subscribe", session_id: "c" });
     expect(await client.next()).toMatchObject({ type: "error", code: "too_many_subscriptions", session_id: "c" });
     await client.subscribe("a");
-    await fixture.bus.publish("c", "delta", { n: 0 });
-    await fixture.bus.publish("b", "delta", { n: 1 });
+    await fixture.bus.publish("c", "status", { n: 0 });
+    await fixture.bus.publish("b", "status", { n: 1 });
     expect(await client.next()).toMatchObject({ type: "event", session_id: "b" });
     client.send({ type: "unsubscribe", session_id: "a" });
     expect(await client.next()).toMatchObject({ type: "unsubscribed", session_id: "a" });
