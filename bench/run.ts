@@ -17,6 +17,7 @@ import { renderMarkdown, renderTable } from "./lib/table.js";
 import { reloadBenchmark } from "./reload.js";
 import { slackBenchmark } from "./slack.js";
 import { throughputBenchmark } from "./throughput.js";
+import { workersBenchmark } from "./workers.js";
 
 const BENCHMARKS: Record<string, Benchmark> = {
   throughput: throughputBenchmark,
@@ -25,6 +26,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
   fanout: fanoutBenchmark,
   reload: reloadBenchmark,
   slack: slackBenchmark,
+  workers: workersBenchmark,
 };
 
 const RESULTS_DIR = join(import.meta.dirname, "results");
