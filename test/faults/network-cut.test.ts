@@ -118,7 +118,8 @@ describe.skipIf(unsupported !== null)(`a node whose network is cut mid-turn${uns
   let audit: pg.Client | null = null;
 
   afterAll(async () => {
-    // Whatever failed above: the link back up (so nothing waits on it), then everything removed.
+    // Always, whatever failed above: the processes, the forwarders, the namespace with its veth
+    // pair and route, the schema and the folders.
     requests.abort();
     await Promise.all(processes.map((p) => p.stop("SIGKILL")));
     await Promise.all(forwarders.map((f) => f.close()));
