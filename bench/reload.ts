@@ -1,10 +1,10 @@
 // Reload: getMessagesAsConversation of a 10,000-message session, the read a turn does after it
-// waited for the lease (repairAlternation + includeRowIds, as the agent asks).
-import { join } from "node:path";
-import type { ConversationMessage } from "../src/state/types.js";
-import { SessionDB } from "../src/state/index.js";
+// waited for the lease (repairAlternation + includeRowIds, as the agent asks); on SQLite, then on
+// PostgreSQL.
+import type { ConversationMessage, SessionStore } from "../src/state/types.js";
+import { BACKEND_NAMES, openTarget, storeTarget, type Backend } from "./lib/backends.js";
 import { Progress } from "./lib/progress.js";
-import type { BenchContext, BenchResult } from "./lib/result.js";
+import type { BenchContext, BenchResult, Figure, LatencySeries } from "./lib/result.js";
 import { round, summarize } from "./lib/stats.js";
 
 const MESSAGES = 10_000;
@@ -38,7 +38,7 @@ function exchange(n: number, timestamp: number): ConversationMessage[] {
   ];
 }
 
-async function fill(store: SessionDB, sessionId: string, count: number, progress: Progress | null): Promise<void> {
+async function fill(store: SessionStore, sessionId: string, count: number, progress: Progress | null): Promise<void> {
   await store.createSession(sessionId, { source: "bench" });
   let pending: ConversationMessage[] = [];
   for (let n = 0; n * 4 < count; n++) {
@@ -55,17 +55,26 @@ async function fill(store: SessionDB, sessionId: string, count: number, progress
   }
 }
 
-export async function reloadBenchmark(ctx: BenchContext): Promise<BenchResult> {
-  const path = join(ctx.workDir, "reload.db");
-  const writer = new SessionDB(path);
-  const progress = new Progress("reload: writing transcript", MESSAGES, ctx.progress);
-  // Other sessions interleaved in the same file, so the read must use the index.
-  for (let i = 0; i < OTHER_SESSIONS; i++) await fill(writer, `other-${i}`, OTHER_MESSAGES, null);
-  await fill(writer, "big", MESSAGES, progress);
-  progress.finish();
-  await writer.close();
+interface Reloads {
+  runs: number;
+  coldMs: number;
+  samples: number[];
+}
 
-  const store = new SessionDB(path);
+async function measureReloads(ctx: BenchContext, backend: Backend): Promise<Reloads> {
+  const target = await storeTarget(ctx, backend, "reload");
+  const writer = await openTarget(target);
+  const progress = new Progress(`reload: writing transcript (${BACKEND_NAMES[backend]})`, MESSAGES, ctx.progress);
+  try {
+    // Other sessions interleaved in the same store, so the read must use the index.
+    for (let i = 0; i < OTHER_SESSIONS; i++) await fill(writer, `other-${i}`, OTHER_MESSAGES, null);
+    await fill(writer, "big", MESSAGES, progress);
+    progress.finish();
+  } finally {
+    await writer.close();
+  }
+
+  const store = await openTarget(target);
   const options = { repairAlternation: true, includeRowIds: true };
   try {
     const coldStart = performance.now();
@@ -79,21 +88,42 @@ export async function reloadBenchmark(ctx: BenchContext): Promise<BenchResult> {
       await store.getMessagesAsConversation("big", options);
       samples.push(performance.now() - started);
     }
-    const s = summarize(samples);
-    return {
-      name: "reload",
-      title: `Reload: getMessagesAsConversation of a ${MESSAGES.toLocaleString("en")}-message session`,
-      figures: [
-        { key: "reload_ms", label: `reload p50 (${runs} reads)`, value: round(s.p50), unit: "ms", target: { op: "<=", value: 50 } },
-        { key: "reload_max_ms", label: "reload max", value: round(s.max), unit: "ms", target: { op: "<=", value: 50 } },
-        { key: "reload_cold_ms", label: "first read after opening the file", value: round(coldMs), unit: "ms", target: { op: "<=", value: 50 } },
-      ],
-      notes: [
-        `${MESSAGES} rows (user, tool call, tool result, answer; JSON metadata) among ${OTHER_SESSIONS * OTHER_MESSAGES} rows of other sessions; repairAlternation and includeRowIds on.`,
-      ],
-      series: [{ name: "reload of 10,000 messages", samplesMs: [coldMs, ...samples], targetMs: 50 }],
-    };
+    return { runs, coldMs, samples };
   } finally {
     await store.close();
   }
+}
+
+function reloadFigures(prefix: string, label: string, reloads: Reloads): Figure[] {
+  const s = summarize(reloads.samples);
+  return [
+    { key: `${prefix}reload_ms`, label: `${label}reload p50 (${reloads.runs} reads)`, value: round(s.p50), unit: "ms", target: { op: "<=", value: 50 } },
+    { key: `${prefix}reload_max_ms`, label: `${label}reload max`, value: round(s.max), unit: "ms", target: { op: "<=", value: 50 } },
+    { key: `${prefix}reload_cold_ms`, label: `${label}first read after opening the store`, value: round(reloads.coldMs), unit: "ms", target: { op: "<=", value: 50 } },
+  ];
+}
+
+export async function reloadBenchmark(ctx: BenchContext): Promise<BenchResult> {
+  const sqlite = await measureReloads(ctx, "sqlite");
+  const figures = reloadFigures("", "", sqlite);
+  const series: LatencySeries[] = [{ name: "reload of 10,000 messages (SQLite)", samplesMs: [sqlite.coldMs, ...sqlite.samples], targetMs: 50 }];
+  const notes = [
+    `${MESSAGES} rows (user, tool call, tool result, answer; JSON metadata) among ${OTHER_SESSIONS * OTHER_MESSAGES} rows of other sessions; repairAlternation and includeRowIds on. ` +
+      "The same data in a fresh SQLite file, then in a fresh PostgreSQL schema (the first read on a newly opened store: a new file handle, or a new connection pool).",
+  ];
+  try {
+    const pg = await measureReloads(ctx, "pg");
+    figures.push(...reloadFigures("pg_", "PostgreSQL: ", pg));
+    series.push({ name: "reload of 10,000 messages (PostgreSQL)", samplesMs: [pg.coldMs, ...pg.samples], targetMs: 50 });
+  } catch (err) {
+    figures.push(...reloadFigures("pg_", "PostgreSQL: ", { runs: 0, coldMs: NaN, samples: [NaN] }));
+    notes.push(`PostgreSQL: did not complete: ${(err as Error).message}`);
+  }
+  return {
+    name: "reload",
+    title: `Reload: getMessagesAsConversation of a ${MESSAGES.toLocaleString("en")}-message session (SQLite, PostgreSQL)`,
+    figures,
+    notes,
+    series,
+  };
 }

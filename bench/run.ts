@@ -10,12 +10,14 @@ import { fanoutBenchmark } from "./fanout.js";
 import { handoffBenchmark } from "./handoff.js";
 import { ingressBenchmark } from "./ingress.js";
 import { renderLatencySvg } from "./lib/chart.js";
+import { benchPostgres, type BenchPostgres } from "./lib/postgres.js";
 import { benchRedis, dropBenchKeys } from "./lib/redis.js";
 import { passes, type BenchContext, type BenchResult, type Benchmark } from "./lib/result.js";
 import { renderMarkdown, renderTable } from "./lib/table.js";
 import { reloadBenchmark } from "./reload.js";
 import { slackBenchmark } from "./slack.js";
 import { throughputBenchmark } from "./throughput.js";
+import { workersBenchmark } from "./workers.js";
 
 const BENCHMARKS: Record<string, Benchmark> = {
   throughput: throughputBenchmark,
@@ -24,6 +26,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
   fanout: fanoutBenchmark,
   reload: reloadBenchmark,
   slack: slackBenchmark,
+  workers: workersBenchmark,
 };
 
 const RESULTS_DIR = join(import.meta.dirname, "results");
@@ -79,6 +82,8 @@ async function main(): Promise<number> {
   const redis = await benchRedis();
   const workDir = mkdtempSync(join(tmpdir(), "switchboard-bench-"));
   const measured: Record<string, number> = {};
+  // Started on first use only: a run of SQLite-only benchmarks never needs a server.
+  const pgServer: { started: Promise<BenchPostgres> | null } = { started: null };
   const ctx: BenchContext = {
     redisUrl: redis.url,
     redisPrivate: redis.private,
@@ -87,12 +92,14 @@ async function main(): Promise<number> {
     profile: args.profile,
     workDir,
     measured,
+    postgres: () => (pgServer.started ??= benchPostgres()),
   };
   const results: BenchResult[] = [];
   const started = Date.now();
   // Other work on the machine skews every figure: the load is recorded with the results.
   const loadBefore = loadavg()[0];
   let version: string;
+  let postgresVersion: string | null = null;
   try {
     version = await redisVersion(redis.url);
     console.log(
@@ -112,6 +119,16 @@ async function main(): Promise<number> {
       console.log(renderTable(result));
     }
   } finally {
+    // The run's schemas are dropped; a private server is stopped.
+    if (pgServer.started) {
+      await pgServer.started.then(
+        async (server) => {
+          postgresVersion = server.description;
+          await server.stop();
+        },
+        () => undefined,
+      ).catch((err: Error) => console.error(`could not drop the run's PostgreSQL schemas: ${err.message}`));
+    }
     // A shared Redis (REDIS_URL) keeps nothing of the run; a private one goes away anyway.
     if (!redis.private) await dropBenchKeys(redis.url).catch((err: Error) => console.error(`could not delete the run's keys: ${err.message}`));
     await redis.stop();
@@ -138,6 +155,7 @@ async function main(): Promise<number> {
       node: process.version,
       platform: process.platform,
       redis: version,
+      ...(postgresVersion ? { postgres: postgresVersion } : {}),
       load_avg_1m_before: Number(loadBefore.toFixed(2)),
       load_avg_1m_after: Number(loadavg()[0].toFixed(2)),
     },

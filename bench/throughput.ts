@@ -12,6 +12,7 @@ import type { BullmqWorkerCommand, BullmqWorkerMessage } from "./children/bullmq
 import type { DurableFloorMessage } from "./children/durable-floor.js";
 import { spawnChild } from "./lib/child.js";
 import { BENCH_API_KEY, gatewayEnv, startGatewayProcess } from "./lib/gateway-process.js";
+import { postgresEnv } from "./lib/postgres.js";
 import { httpRequest, keepAliveAgent } from "./lib/http.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
@@ -86,7 +87,7 @@ export async function measureBullmq(ctx: BenchContext, shape: Shape): Promise<{ 
   }
 }
 
-interface ChatLoad {
+export interface ChatLoad {
   messagesPerSecond: number;
   latenciesMs: number[];
   errors: string[];
@@ -96,8 +97,10 @@ interface ChatLoad {
  * Closed-loop chat load on an OpenAI-style endpoint: every session sends its next message when
  * the answer to the previous one arrived, all sessions at once. A warm-up comes first, uncounted.
  */
-async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label: string): Promise<ChatLoad> {
-  const agent = keepAliveAgent(shape.sessions);
+export async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label: string): Promise<ChatLoad> {
+  // Idle pooled connections close after 2 s, before the server's 5 s keep-alive timeout can close
+  // one under a request (on a busy machine the warm-up's connections sit idle that long).
+  const agent = keepAliveAgent(shape.sessions, 2_000);
   const run = randomUUID().slice(0, 8);
   const errors: string[] = [];
   const latenciesMs: number[] = [];
@@ -108,7 +111,7 @@ async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label
       agent,
       headers: { "content-type": "application/json", authorization: `Bearer ${BENCH_API_KEY}`, "x-session-id": session },
       body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
-    });
+    }).catch((err: Error) => ({ status: 0, body: `request failed: ${err.message}` }));
     const elapsed = performance.now() - started;
     if (res.status !== 200 || !res.body.includes(text)) {
       if (errors.length < 10) errors.push(`${res.status} ${res.body.slice(0, 200)}`);
@@ -136,16 +139,19 @@ async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label
   }
 }
 
-/** The gateway: messages/s over HTTP, each session's messages sent one after another (a chat). */
-export async function measureGateway(ctx: BenchContext, shape: Shape): Promise<ChatLoad> {
-  const dir = join(ctx.workDir, "throughput");
+/**
+ * The gateway: messages/s over HTTP, each session's messages sent one after another (a chat).
+ * `storeEnv` points it at a PostgreSQL schema; without it, SQLite in a folder of its own.
+ */
+export async function measureGateway(ctx: BenchContext, shape: Shape, storeEnv: Record<string, string> = {}, label = "gateway API"): Promise<ChatLoad> {
+  const dir = join(ctx.workDir, `throughput-${randomUUID().slice(0, 8)}`);
   mkdirSync(dir, { recursive: true });
   const gateway = await startGatewayProcess(
     ["serve"],
-    gatewayEnv(dir, ctx.redisUrl, benchPrefix("gw"), { WORKER_CONCURRENCY: String(CONCURRENCY) }),
+    gatewayEnv(dir, ctx.redisUrl, benchPrefix("gw"), { WORKER_CONCURRENCY: String(CONCURRENCY), ...storeEnv }),
   );
   try {
-    return await driveChatLoad(ctx, gateway.url as string, shape, "gateway API");
+    return await driveChatLoad(ctx, gateway.url as string, shape, label);
   } finally {
     await gateway.stop();
   }
@@ -173,6 +179,14 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
   const before = await measureBullmq(ctx, shape);
   const gateway = await measureGateway(ctx, shape);
   const floor = await measureDurableFloor(ctx, shape);
+  // The same gateway on PostgreSQL (a schema of its own); the SQLite figures stand if it fails.
+  let pg: ChatLoad | null = null;
+  let pgError: string | null = null;
+  try {
+    pg = await measureGateway(ctx, shape, postgresEnv(await ctx.postgres(), "throughput"), "gateway API (PostgreSQL)");
+  } catch (err) {
+    pgError = (err as Error).message;
+  }
   const after = await measureBullmq(ctx, shape);
   const raw = { jobsPerSecond: (before.jobsPerSecond + after.jobsPerSecond) / 2 };
   const ratio = gateway.messagesPerSecond / raw.jobsPerSecond;
@@ -189,9 +203,13 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
   ];
   if (floor.errors.length) notes.push(`${floor.errors.length} durable-floor request(s) failed, e.g. ${floor.errors.find(Boolean) ?? ""}`);
   if (gateway.errors.length) notes.push(`${gateway.errors.length} request(s) failed, e.g. ${gateway.errors.find(Boolean) ?? ""}`);
+  notes.push("PostgreSQL: the same gateway and load with DATABASE_URL set (a schema of its own), measured between the durable floor and the second baseline.");
+  if (pgError) notes.push(`PostgreSQL: did not complete: ${pgError}`);
+  if (pg?.errors.length) notes.push(`PostgreSQL: ${pg.errors.length} request(s) failed, e.g. ${pg.errors.find(Boolean) ?? ""}`);
+  const pgLatency = pg ? summarize(pg.latenciesMs) : null;
   return {
     name: "throughput",
-    title: "Throughput: API turns vs raw BullMQ",
+    title: "Throughput: API turns (SQLite, PostgreSQL) vs raw BullMQ",
     figures: [
       { key: "gateway_msgs_per_s", label: "gateway messages/s", value: round(gateway.messagesPerSecond, 1), unit: "msg/s" },
       { key: "bullmq_jobs_per_s", label: "raw BullMQ jobs/s (mean of 2)", value: round(raw.jobsPerSecond, 1), unit: "jobs/s" },
@@ -202,8 +220,16 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
       { key: "api_request_p50_ms", label: "API request p50 (under load)", value: round(latency.p50), unit: "ms" },
       { key: "api_request_p99_ms", label: "API request p99 (under load)", value: round(latency.p99), unit: "ms" },
       { key: "throughput_errors", label: "failed requests", value: gateway.errors.length, unit: "", target: { op: "<=", value: 0 } },
+      { key: "pg_gateway_msgs_per_s", label: "PostgreSQL: gateway messages/s", value: pg ? round(pg.messagesPerSecond, 1) : NaN, unit: "msg/s" },
+      { key: "pg_sqlite_gateway_ratio", label: "PostgreSQL: ratio to the gateway on SQLite", value: pg ? round(pg.messagesPerSecond / gateway.messagesPerSecond, 3) : NaN, unit: "" },
+      { key: "pg_api_request_p50_ms", label: "PostgreSQL: API request p50 (under load)", value: pgLatency ? round(pgLatency.p50) : NaN, unit: "ms" },
+      { key: "pg_api_request_p99_ms", label: "PostgreSQL: API request p99 (under load)", value: pgLatency ? round(pgLatency.p99) : NaN, unit: "ms" },
+      { key: "pg_throughput_errors", label: "PostgreSQL: failed requests", value: pg ? pg.errors.length : NaN, unit: "", target: { op: "<=", value: 0 } },
     ],
     notes,
-    series: [{ name: `API request, ${shape.sessions} sessions at once`, samplesMs: gateway.latenciesMs }],
+    series: [
+      { name: `API request, ${shape.sessions} sessions at once`, samplesMs: gateway.latenciesMs },
+      ...(pg ? [{ name: `API request on PostgreSQL, ${shape.sessions} sessions at once`, samplesMs: pg.latenciesMs }] : []),
+    ],
   };
 }

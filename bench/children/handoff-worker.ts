@@ -1,10 +1,11 @@
-// One of the two processes of the lease handoff benchmark: a SessionDB on the shared file with
-// the gateway's Redis lease notifier, taking and releasing turns when the runner says so.
-// argv: dbPath redisUrl channelPrefix sessionId
+// One of the two processes of the lease handoff benchmark: a store (the shared SQLite file, or a
+// PostgreSQL schema) with the gateway's Redis lease notifier, taking and releasing turns when the
+// runner says so.
+// argv: dbPath|postgresUrl redisUrl channelPrefix sessionId [schema]
 import { Redis } from "ioredis";
 import { RedisLeaseNotifier } from "../../src/bus/lease-notifier.js";
 import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
-import { makeHolder, SessionDB } from "../../src/state/index.js";
+import { isPostgresUrl, makeHolder, openStore } from "../../src/state/index.js";
 import { fromParent, toParent } from "../lib/child.js";
 
 export type HandoffCommand = { type: "acquire"; turn: number } | { type: "release"; turn: number };
@@ -16,13 +17,14 @@ export type HandoffMessage =
   | { type: "released"; turn: number; releaseNs: string }
   | { type: "error"; message: string };
 
-const [dbPath, redisUrl, channelPrefix, sessionId] = process.argv.slice(2);
+const [target, redisUrl, channelPrefix, sessionId, schema] = process.argv.slice(2);
 const options = redisOptionsFromUrl(redisUrl);
 const publisher = new Redis({ ...options, maxRetriesPerRequest: 2 });
 const subscriber = new Redis({ ...options, maxRetriesPerRequest: null });
 const notifier = new RedisLeaseNotifier(publisher, subscriber, channelPrefix);
 await notifier.ready();
-const store = new SessionDB(dbPath, { notifier });
+const postgres = isPostgresUrl(target);
+const store = await openStore({ databaseUrl: postgres ? target : null, databaseSchema: schema ?? "", dbPath: postgres ? "" : target }, { notifier });
 const holders = new Map<number, string>();
 
 async function acquire(turn: number): Promise<void> {

@@ -18,6 +18,9 @@ export function gatewayEnv(dir: string, redisUrl: string, prefix: string, extra:
     SWITCHBOARD_DB: join(dir, "switchboard.db"),
     REDIS_URL: redisUrl,
     SWITCHBOARD_QUEUE_PREFIX: prefix,
+    // SQLite unless the caller passes a PostgreSQL schema of the run (bench/lib/postgres.ts).
+    DATABASE_URL: "",
+    DATABASE_SCHEMA: "",
     SWITCHBOARD_API_KEY: BENCH_API_KEY,
     LOG_LEVEL: "warn",
     HOST: "127.0.0.1",

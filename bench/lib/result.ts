@@ -1,3 +1,5 @@
+import type { BenchPostgres } from "./postgres.js";
+
 // What a benchmark hands back: figures (each maybe with a target), notes, and latency samples
 // for the chart. Targets are fixed here by the figure, never adjusted to the measurement.
 
@@ -48,6 +50,11 @@ export interface BenchContext {
   profile: boolean;
   /** Figures of the benchmarks that already ran in this run, by key. */
   measured: Readonly<Record<string, number>>;
+  /**
+   * The run's PostgreSQL, started (or checked) on first use: DATABASE_URL, else a private server.
+   * Rejects, with the fix, when there is neither.
+   */
+  postgres(): Promise<BenchPostgres>;
 }
 
 export type Benchmark = (ctx: BenchContext) => Promise<BenchResult>;

@@ -72,11 +72,13 @@ export async function spawnGatewayProcess(
   args: string[],
   env: Record<string, string>,
   timeoutMs = 30_000,
-  options: { hostname?: string; nodeArgs?: string[] } = {},
+  options: { hostname?: string; nodeArgs?: string[]; prefix?: string[] } = {},
 ): Promise<GatewayProcess> {
   const node = [process.execPath, "--import", "tsx", ...(options.nodeArgs ?? []), CLI, ...args];
   // Another host name: a UTS namespace of its own (unshare execs in place, so the pid is node's).
-  const [command, ...commandArgs] = options.hostname ? [...otherHostPrefix(options.hostname), ...node] : node;
+  // `prefix` runs before it (e.g. `ip netns exec <name>`, which also execs in place).
+  const hostPrefix = options.hostname ? otherHostPrefix(options.hostname) : [];
+  const [command, ...commandArgs] = [...(options.prefix ?? []), ...hostPrefix, ...node];
   const child = spawn(command, commandArgs, {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
