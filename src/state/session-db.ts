@@ -86,6 +86,7 @@ export class SessionDB implements SessionStore {
   private readonly createDeliveriesTransaction: (inserts: DeliveryInsert[]) => number[];
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
+  private readonly recordBatchTransaction: (inserts: readonly InboxInsert[]) => Array<{ inserted: boolean; row: InboxRow }>;
   private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private closed = false;
@@ -135,13 +136,18 @@ export class SessionDB implements SessionStore {
       this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
     );
     this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
-    const recordWithAttachments = this.db.transaction((insert: InboxInsert) => {
-      const now = this.clock();
+    const recordOne = (insert: InboxInsert, now: number): { inserted: boolean; row: InboxRow } => {
       const recorded = this.inbox.record(insert, now, null);
       if (recorded.inserted && insert.attachments?.length) this.attachments.insertForInbox(recorded.row.id, insert.attachments, now);
       return recorded;
-    });
+    };
+    const recordWithAttachments = this.db.transaction((insert: InboxInsert) => recordOne(insert, this.clock()));
     this.recordWithAttachments = (insert) => recordWithAttachments.immediate(insert);
+    const recordBatch = this.db.transaction((inserts: readonly InboxInsert[]) => {
+      const now = this.clock();
+      return inserts.map((insert) => recordOne(insert, now));
+    });
+    this.recordBatchTransaction = (inserts) => recordBatch.immediate(inserts);
 
     this.notifier = options.notifier ?? null;
     this.unsubscribeNotifier =
@@ -352,6 +358,12 @@ export class SessionDB implements SessionStore {
     // With attachments, the row and its images are one transaction: a turn never sees one without the other.
     if (insert.attachments?.length) return this.run(() => this.recordWithAttachments(insert));
     return this.run(() => this.inbox.record(insert, this.clock(), null));
+  }
+
+  /** Group commit: every row (with its images) in one transaction, one commit. */
+  async recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
+    if (inserts.length === 0) return [];
+    return this.run(() => this.recordBatchTransaction(inserts));
   }
 
   /** A duplicate of a message already recorded returns the existing row unchanged. */

@@ -255,6 +255,12 @@ export interface LeaseReleaseNotifier {
 export interface InboxStore {
   /** Insert unless (platform, platformMessageId) exists; a redelivery returns the existing row with inserted=false. */
   recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }>;
+  /**
+   * recordInbound for several messages in ONE transaction (group commit), in the given order (ids
+   * follow it); each result is what recordInbound would have returned, a duplicate inside the batch
+   * included. All or nothing: when it throws, nothing was recorded.
+   */
+  recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>>;
   /** Record a message that was received but refused, with the reason (status 'rejected'). */
   recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow>;
   getInboxRow(id: number): Promise<InboxRow | null>;

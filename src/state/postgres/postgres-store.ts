@@ -343,6 +343,21 @@ export class PostgresStore implements SessionStore {
     });
   }
 
+  /** Group commit: every row (with its images) in one transaction, one commit, in the given order. */
+  async recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
+    if (inserts.length === 0) return [];
+    return this.transaction(async (client) => {
+      const now = this.now();
+      const results: Array<{ inserted: boolean; row: InboxRow }> = [];
+      for (const insert of inserts) {
+        const recorded = await this.inbox.record(client, insert, now, null);
+        if (recorded.inserted && insert.attachments?.length) await this.attachments.insertForInbox(client, recorded.row.id, insert.attachments, now);
+        results.push(recorded);
+      }
+      return results;
+    });
+  }
+
   /** A duplicate of a message already recorded returns the existing row unchanged. */
   async recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow> {
     return (await this.run((db) => this.inbox.record(db, insert, this.now(), reason))).row;
