@@ -211,7 +211,7 @@ export class Agent {
     if (options.admittedInput) {
       let admitted;
       try {
-        admitted = await options.admittedInput({ sessionId: turn.sessionId ?? "", history });
+        admitted = await options.admittedInput({ sessionId: turn.sessionId ?? "", history, sessionRowKnown: turn.sessionRowKnown });
       } catch (err) {
         return failedBeforeLoop(turn, history, `admitted_input: ${errorText(err)}`, "exception", TURN_FAILURE_NOTICE);
       }
