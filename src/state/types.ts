@@ -143,6 +143,23 @@ export interface LeaseAcquireOptions {
   onContended?: () => void;
   /** Checked before each attempt; true -> return false at once. */
   shouldAbort?: () => boolean;
+  /**
+   * Read the turn's starting state in the transaction that takes the lease (one step instead of
+   * an acquire and then several reads): the tip of `sessionId`'s chain, whether its row exists,
+   * and its model-ready transcript (repaired, with row ids). Handed to `onRead` when the lease is
+   * taken; a store without the combined step leaves it uncalled (the caller then reads itself).
+   * A failing read fails that attempt, and nothing is held.
+   */
+  readUnderLease?: { sessionId: string; onRead: (read: TurnStartRead) => void };
+}
+
+/** What a turn reads under its lease before it runs (see LeaseAcquireOptions.readUnderLease). */
+export interface TurnStartRead {
+  /** The tip: the newest session of the compacted chain. */
+  sessionId: string;
+  sessionExists: boolean;
+  /** The tip's transcript as getMessagesAsConversation(tip, {repairAlternation, includeRowIds}) returns it; empty without a row. */
+  transcript: ConversationMessage[];
 }
 
 /**
