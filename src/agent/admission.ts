@@ -1,11 +1,12 @@
 // Admission: take the session turn lease (waiting behind a live holder, honouring interrupts),
 // then, if the turn waited, read the durable state the previous holder left behind.
-import type { ConversationMessage, SessionStore } from "../state/types.js";
+import type { ConversationMessage, SessionStore, TurnStartRead } from "../state/types.js";
 import { raceAbort } from "./interrupts.js";
 import { carriedInputs } from "./messages.js";
 
 export type Admission =
-  | { kind: "admitted"; waited: boolean; contended: boolean }
+  /** `read`: the turn's starting state, read in the admission's own transaction (null when the store did not). */
+  | { kind: "admitted"; waited: boolean; contended: boolean; read: TurnStartRead | null }
   | { kind: "timeout" }
   | { kind: "aborted" }
   | { kind: "error"; message: string };
@@ -21,6 +22,8 @@ export interface AcquireInput {
   shouldAbort: () => boolean;
   /** A live holder has the lease. */
   onWait: (elapsedSeconds: number) => void;
+  /** Read this session's tip, row and transcript in the transaction that takes the lease. */
+  readSessionId?: string;
 }
 
 /** The conversation id (the lease's key), or the session id itself when that cannot be read. */
@@ -37,6 +40,8 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
   let waited = false;
   let contended = false;
   let abandoned = false;
+  let read: TurnStartRead | null = null;
+  const readSessionId = input.readSessionId;
   const acquiring = (async () =>
     store.acquireSessionTurnLease(conversationId, holder, {
       ttlSeconds: input.ttlSeconds,
@@ -49,6 +54,7 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
         contended = true;
       },
       shouldAbort: () => abandoned || input.shouldAbort(),
+      ...(readSessionId ? { readUnderLease: { sessionId: readSessionId, onRead: (value: TurnStartRead) => (read = value) } } : {}),
     }))();
   let raced;
   try {
@@ -64,7 +70,7 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
       .catch(() => {});
     return { kind: "aborted" };
   }
-  if (raced.value) return { kind: "admitted", waited, contended };
+  if (raced.value) return { kind: "admitted", waited, contended, read };
   return input.shouldAbort() ? { kind: "aborted" } : { kind: "timeout" };
 }
 
@@ -74,6 +80,12 @@ export interface Reloaded {
   history: ConversationMessage[];
   /** Whether the session row exists; null when it could not be read. */
   rowKnown: boolean | null;
+}
+
+/** The reload made of what admission read in its transaction: the same rules as reloadUnderLease for a readable store. */
+export function reloadFromRead(read: TurnStartRead, callerHistory: ConversationMessage[]): Reloaded {
+  if (!read.sessionExists) return { sessionId: read.sessionId, history: callerHistory, rowKnown: false };
+  return { sessionId: read.sessionId, history: [...read.transcript, ...carriedInputs(callerHistory)], rowKnown: true };
 }
 
 /**

@@ -1,12 +1,13 @@
 // Agent.runConversation: one turn behind the durable session turn lease.
-//   acquire -> (if it waited or was contended) resolve the tip, reload -> refresh the lease while
-//   the loop runs -> fenced flushes -> release.
+//   acquire -> (if it waited or was contended, or has no caller history) resolve the tip, reload
+//   (without a caller history: read in the acquiring transaction) -> refresh the lease while the
+//   loop runs -> fenced flushes -> events in Redis -> release.
 // The Agent holds settings and collaborators; each run creates a Turn (turn.ts) that holds the
 // run's state. See admission.ts (lease + reload), refresher.ts, persistence.ts (fenced flush),
 // loop.ts, compaction.ts, turn-results.ts. runLoop and interrupt are replaceable (test seams).
 import { makeHolder } from "../state/holder.js";
 import type { ConversationMessage, SessionStore } from "../state/types.js";
-import { acquireTurnLease, conversationIdFor, reloadUnderLease } from "./admission.js";
+import { acquireTurnLease, conversationIdFor, reloadFromRead, reloadUnderLease } from "./admission.js";
 import { runModelLoop } from "./loop.js";
 import { modelText, userMessageFromAdmitted } from "./messages.js";
 import { LEASE_LOST_INTERRUPT, SESSION_FREE_NOTICE, TURN_FAILURE_NOTICE, WAITING_NOTICE } from "./notices.js";
@@ -157,6 +158,8 @@ export class Agent {
       waitSeconds: this.leaseWaitSeconds,
       signal: turn.signal,
       shouldAbort: () => turn.interruptRequested,
+      // Without a caller history the transcript is reloaded anyway: read it in the admission's transaction.
+      ...(historyGiven ? {} : { readSessionId: sessionId }),
       onWait: (elapsedSeconds) => {
         turn.emit("turn.waiting", { elapsed_seconds: elapsedSeconds });
         if (!announcedWait) {
@@ -183,7 +186,7 @@ export class Agent {
       let history = callerHistory;
       if (admission.waited || admission.contended || !historyGiven) {
         if (announcedWait) turn.status("lifecycle", SESSION_FREE_NOTICE);
-        const reloaded = await reloadUnderLease(store, sessionId, callerHistory);
+        const reloaded = admission.read ? reloadFromRead(admission.read, callerHistory) : await reloadUnderLease(store, sessionId, callerHistory);
         turn.moveTo(reloaded.sessionId, reloaded.rowKnown);
         history = reloaded.history;
       }
@@ -211,7 +214,7 @@ export class Agent {
     if (options.admittedInput) {
       let admitted;
       try {
-        admitted = await options.admittedInput({ sessionId: turn.sessionId ?? "", history });
+        admitted = await options.admittedInput({ sessionId: turn.sessionId ?? "", history, sessionRowKnown: turn.sessionRowKnown });
       } catch (err) {
         return failedBeforeLoop(turn, history, `admitted_input: ${errorText(err)}`, "exception", TURN_FAILURE_NOTICE);
       }

@@ -59,6 +59,7 @@ export function loopTurnResult(turn: Turn, loop: LoopResult, endRecordsMissing: 
     apiCalls: loop.apiCalls ?? 0,
     sessionId: turn.sessionId,
     deliveryIds: [...turn.deliveryIds],
+    endRecordsStored: turn.endRecordsStored,
   };
   if (failed) {
     turn.emit("turn.failed", { error, failure_reason: failureReason, final_response: result.finalResponse });

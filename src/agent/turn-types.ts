@@ -80,6 +80,8 @@ export type EndRecordsFor = (outcome: { status: TurnOutcomeStatus; finalResponse
 export interface AdmittedInputContext {
   sessionId: string;
   history: ConversationMessage[];
+  /** The session's row is known to exist (read under the lease): the caller need not read it again. */
+  sessionRowKnown: boolean;
 }
 
 export interface RunConversationOptions {
@@ -113,6 +115,11 @@ export interface TurnResult {
   sessionId: string | null;
   /** Delivery rows created by the turn's end records, to enqueue for sending. */
   deliveryIds: number[];
+  /**
+   * True when a fenced flush carrying the end records committed: the inbox rows they complete
+   * are settled (the caller need not read them back). Unset when the turn had no end records.
+   */
+  endRecordsStored?: boolean;
 }
 
 /** What the inner loop returns; unset flags are derived (completed = not failed and not interrupted). */

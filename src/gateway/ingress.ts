@@ -1,11 +1,14 @@
 // Durable ingress: record the inbound message in the inbox, then enqueue a wake-up for its
 // session, and only then acknowledge. Redis down -> the row is still recorded; the reconciler
 // enqueues it later. Every received message is recorded or explicitly rejected with a reason.
+// Messages accepted together are recorded together (group commit: one transaction, one
+// pipelined enqueue); each is still acknowledged only after its own row is durable.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { SessionStore } from "../state/types.js";
+import type { InboxInsert, InboxRow, SessionStore } from "../state/types.js";
 import { parseCommand, HELP_TEXT, type CommandName } from "./commands.js";
 import type { CoreConfig } from "./config.js";
+import { GroupCommit, type Settled, type Slot } from "./group-commit.js";
 import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus/types.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
@@ -29,9 +32,17 @@ export interface IngressDeps {
 
 const ENQUEUE_TIMEOUT_MS = 1500;
 
+/** A recorded inbound message, and (when new) whether its wake-up job was added. */
+interface Recorded {
+  inserted: boolean;
+  row: InboxRow;
+  enqueued: boolean;
+}
+
 export class Ingress implements GatewayIngress {
   /** Redis was up at least once: a later outage fails fast instead of waiting for a reconnect. */
   private redisWasReady = false;
+  private readonly inbound = new GroupCommit<InboxInsert, Recorded>((inserts) => this.recordAndEnqueue(inserts));
 
   constructor(private readonly deps: IngressDeps) {
     const connection = deps.queues.connection;
@@ -40,8 +51,18 @@ export class Ingress implements GatewayIngress {
   }
 
   async accept(message: InboundMessage): Promise<AcceptResult> {
+    // The slot keeps a batch that is ready from leaving before this message's reads are done.
+    const slot = this.inbound.reserve();
+    try {
+      return await this.acceptIn(slot, message);
+    } finally {
+      slot.release();
+    }
+  }
+
+  private async acceptIn(slot: Slot<InboxInsert, Recorded>, message: InboundMessage): Promise<AcceptResult> {
     const started = performance.now();
-    const { store, metrics, logger } = this.deps;
+    const { metrics, logger } = this.deps;
     const problem = this.validate(message);
     if (problem) {
       metrics.inbound.inc({ platform: message.platform || "unknown", result: "rejected" });
@@ -52,7 +73,7 @@ export class Ingress implements GatewayIngress {
     const command = parseCommand(message.text);
     if (command) return this.runCommand(command.name, message, conversationId);
 
-    const { inserted, row } = await store.recordInbound({
+    const { inserted, row, enqueued } = await slot.submit({
       platform: message.platform,
       platformMessageId: message.platformMessageId,
       sessionId: conversationId,
@@ -65,7 +86,6 @@ export class Ingress implements GatewayIngress {
       return { status: "duplicate", inboxId: row.id, sessionId: row.session_id };
     }
     metrics.inbound.inc({ platform: message.platform, result: "accepted" });
-    const enqueued = await this.enqueue(row.session_id, row.id);
     metrics.acceptSeconds.observe({ platform: message.platform }, (performance.now() - started) / 1000);
     void this.deps.events
       .publish(row.session_id, "message.queued", { inbox_id: row.id, platform: message.platform, platform_message_id: message.platformMessageId, text: message.text, user_id: message.userId })
@@ -73,17 +93,49 @@ export class Ingress implements GatewayIngress {
     return { status: "accepted", inboxId: row.id, sessionId: row.session_id, enqueued };
   }
 
+  /**
+   * One batch of accepted messages: their rows in one transaction, then their wake-up jobs in one
+   * round trip. A batch that fails to record is recorded row by row, so one bad row fails alone.
+   */
+  private async recordAndEnqueue(inserts: InboxInsert[]): Promise<Array<Settled<Recorded>>> {
+    const { store } = this.deps;
+    let recorded: Array<Settled<{ inserted: boolean; row: InboxRow }>>;
+    try {
+      recorded = (await store.recordInboundBatch(inserts)).map((value) => ({ ok: true, value }));
+    } catch (batchError) {
+      if (inserts.length === 1) return [{ ok: false, error: asError(batchError) }];
+      recorded = [];
+      // In call order, so ids still follow it.
+      for (const insert of inserts) {
+        recorded.push(await store.recordInbound(insert).then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error: asError(error) })));
+      }
+    }
+    const fresh = recorded.flatMap((result) => (result.ok && result.value.inserted ? [result.value.row] : []));
+    const enqueued = fresh.length > 0 && (await this.enqueueRows(fresh));
+    return recorded.map((result) => (result.ok ? { ok: true, value: { ...result.value, enqueued: result.value.inserted && enqueued } } : result));
+  }
+
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */
   async enqueue(conversationId: string, inboxId: number): Promise<boolean> {
+    return this.enqueueRows([{ session_id: conversationId, id: inboxId }]);
+  }
+
+  /** Add the rows' wake-up jobs in one round trip; false (rows stay pending for the reconciler) when Redis is unavailable. */
+  private async enqueueRows(rows: ReadonlyArray<Pick<InboxRow, "id" | "session_id">>): Promise<boolean> {
     try {
       // At start-up the connection may still be connecting: give it a moment. In an outage, fail fast.
       if (!this.redisWasReady) await untilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
-      await withTimeout(this.deps.queues.turns.add("turn", { conversationId, inboxId }, { jobId: turnJobId(inboxId) }), ENQUEUE_TIMEOUT_MS, "enqueue");
-      // No write to mark it: the hot path keeps to one SQLite write per message. The reconciler
+      const { turns } = this.deps.queues;
+      const added: Promise<unknown> =
+        rows.length === 1
+          ? turns.add("turn", { conversationId: rows[0].session_id, inboxId: rows[0].id }, { jobId: turnJobId(rows[0].id) })
+          : turns.addBulk(rows.map((row) => ({ name: "turn", data: { conversationId: row.session_id, inboxId: row.id }, opts: { jobId: turnJobId(row.id) } })));
+      await withTimeout(added, ENQUEUE_TIMEOUT_MS, "enqueue");
+      // No write to mark them: the hot path keeps to one SQLite write per batch. The reconciler
       // stamps enqueued_at on the rows it had to re-enqueue.
       return true;
     } catch (err) {
-      this.deps.logger.warn({ inboxId, err: (err as Error).message }, "enqueue failed; the inbox row stays pending for the reconciler");
+      this.deps.logger.warn({ inboxIds: rows.map((row) => row.id), err: (err as Error).message }, "enqueue failed; the inbox rows stay pending for the reconciler");
       return false;
     }
   }
@@ -256,6 +308,10 @@ export class Ingress implements GatewayIngress {
       }
     }
   }
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
 }
 
 /** Images in hand are checked here too, whoever built the message: type by their bytes, and the caps. */

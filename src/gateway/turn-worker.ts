@@ -168,17 +168,18 @@ export class TurnWorkers {
 
   /** One turn for the head of the conversation's inbox; false when there was nothing to do. */
   private async runTurn(conversationId: string, row: InboxRow): Promise<boolean> {
-    const { store, config, metrics } = this.deps;
-    const tip = await store.resolveTip(conversationId);
+    const { config, metrics } = this.deps;
     const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null };
-    const turn: RunningTurn = { agent: this.createAgent(conversationId, tip, row.platform, state), state, began: performance.now() };
+    // The agent starts from the conversation id: under the lease it resolves the tip and reloads
+    // the transcript there (no read of the tip before the lease, which could be stale anyway).
+    const turn: RunningTurn = { agent: this.createAgent(conversationId, conversationId, row.platform, state), state, began: performance.now() };
     this.track(conversationId, turn);
     metrics.runningTurns.inc();
     const started = Date.now();
     try {
       // No caller history: the agent reloads the transcript under the lease, never a stale read.
       const result = await turn.agent.runConversation(null, {
-        admittedInput: ({ sessionId }: { sessionId: string }) => this.admitHead(conversationId, busyModeFor(config, row.platform), sessionId, state),
+        admittedInput: ({ sessionId, sessionRowKnown }) => this.admitHead(conversationId, busyModeFor(config, row.platform), { sessionId, sessionRowKnown }, state),
       });
       if (result.skipped) return false;
       await this.afterTurn(conversationId, row.platform, result, state, started);
@@ -226,7 +227,12 @@ export class TurnWorkers {
    * turn's input. In steer mode, rows that arrive while it runs join it before its later model
    * steps (steerIn); the turn's end records then complete them too.
    */
-  private async admitHead(conversationId: string, mode: BusyMode, sessionId: string, state: TurnState): Promise<AdmittedInput | null> {
+  private async admitHead(
+    conversationId: string,
+    mode: BusyMode,
+    { sessionId, sessionRowKnown }: { sessionId: string; sessionRowKnown: boolean },
+    state: TurnState,
+  ): Promise<AdmittedInput | null> {
     const { store, config } = this.deps;
     const head = await store.pendingInbox(conversationId, mode === "collect" ? config.collectMaxMessages : 1);
     if (head.length === 0) return null;
@@ -240,7 +246,8 @@ export class TurnWorkers {
       state.stream = this.deps.openStream?.(replyRow.platform, target) ?? null;
       this.signalTurnStart(replyRow.platform, target);
     }
-    await this.ensureSessionRow(sessionId, head[0]);
+    // The reload under the lease read the session row: read it again only when it was not found.
+    if (!sessionRowKnown) await this.ensureSessionRow(sessionId, head[0]);
     return {
       messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
       endRecords: ({ status, finalResponse }) => this.endRecords(answered, replyRow, sessionId, status, finalResponse),
@@ -302,7 +309,8 @@ export class TurnWorkers {
       // Another turn holds the session for very long: try again later; the row stays pending.
       throw new Error(result.error);
     }
-    if (state.inboxIds.length > 0 && (await this.stillPending(state.inboxIds))) {
+    // A committed final flush completed every input row in its transaction: no need to read them back.
+    if (state.inboxIds.length > 0 && !result.endRecordsStored && (await this.stillPending(state.inboxIds))) {
       // The final flush did not land (fenced out, storage error): fail the job so it is retried.
       logger.warn({ inboxIds: state.inboxIds, reason: result.failureReason }, "turn ended without recording its outcome; retrying");
       throw new Error(`turn for inbox ${state.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);

@@ -9,7 +9,7 @@ import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
 import { thisHost } from "./holder.js";
 import { InboxSql } from "./inbox.js";
-import { waitForLease } from "./lease-admission.js";
+import { waitForLease, type LeaseAttempt } from "./lease-admission.js";
 import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
 import { LeaseSql } from "./lease.js";
 import { MessageSql } from "./messages.js";
@@ -38,6 +38,7 @@ import type {
   SessionSummary,
   StaleLease,
   StoredAttachment,
+  TurnStartRead,
 } from "./types.js";
 
 export interface SessionDBOptions extends StoreOptions {
@@ -86,6 +87,8 @@ export class SessionDB implements SessionStore {
   private readonly createDeliveriesTransaction: (inserts: DeliveryInsert[]) => number[];
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
+  private readonly recordBatchTransaction: (inserts: readonly InboxInsert[]) => Array<{ inserted: boolean; row: InboxRow }>;
+  private readonly acquireAndReadTransaction: (conversationId: string, holder: string, ttl: number, sessionId: string) => { attempt: LeaseAttempt; read: TurnStartRead | null };
   private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private closed = false;
@@ -135,13 +138,24 @@ export class SessionDB implements SessionStore {
       this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
     );
     this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
-    const recordWithAttachments = this.db.transaction((insert: InboxInsert) => {
-      const now = this.clock();
+    const recordOne = (insert: InboxInsert, now: number): { inserted: boolean; row: InboxRow } => {
       const recorded = this.inbox.record(insert, now, null);
       if (recorded.inserted && insert.attachments?.length) this.attachments.insertForInbox(recorded.row.id, insert.attachments, now);
       return recorded;
-    });
+    };
+    const recordWithAttachments = this.db.transaction((insert: InboxInsert) => recordOne(insert, this.clock()));
     this.recordWithAttachments = (insert) => recordWithAttachments.immediate(insert);
+    const recordBatch = this.db.transaction((inserts: readonly InboxInsert[]) => {
+      const now = this.clock();
+      return inserts.map((insert) => recordOne(insert, now));
+    });
+    this.recordBatchTransaction = (inserts) => recordBatch.immediate(inserts);
+    // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now guards.
+    const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, sessionId: string) => {
+      const attempt = this.leases.tryAcquire(conversationId, holder, ttl, this.clock());
+      return { attempt, read: attempt.acquired ? this.turnStartRead(sessionId) : null };
+    });
+    this.acquireAndReadTransaction = (conversationId, holder, ttl, sessionId) => acquireAndRead.immediate(conversationId, holder, ttl, sessionId);
 
     this.notifier = options.notifier ?? null;
     this.unsubscribeNotifier =
@@ -261,17 +275,26 @@ export class SessionDB implements SessionStore {
 
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
-    return this.run(() => {
-      const includeRowIds = options.includeRowIds === true;
-      const attachments = this.attachments.bySessionMessage(sessionId, true);
-      const transcript = this.messages.rows(sessionId).map((row) => {
-        const message = toConversationMessage(row, includeRowIds);
-        const held = attachments.get(row[0]);
-        if (held) message.attachments = held;
-        return message;
-      });
-      return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+    return this.run(() => this.conversationOf(sessionId, options));
+  }
+
+  private conversationOf(sessionId: string, options: ConversationReadOptions): ConversationMessage[] {
+    const includeRowIds = options.includeRowIds === true;
+    const attachments = this.attachments.bySessionMessage(sessionId, true);
+    const transcript = this.messages.rows(sessionId).map((row) => {
+      const message = toConversationMessage(row, includeRowIds);
+      const held = attachments.get(row[0]);
+      if (held) message.attachments = held;
+      return message;
     });
+    return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+  }
+
+  private turnStartRead(sessionId: string): TurnStartRead {
+    const tip = this.sessions.tipOf(sessionId) || sessionId;
+    const sessionExists = this.sessions.get(tip) !== null;
+    const transcript = sessionExists ? this.conversationOf(tip, { repairAlternation: true, includeRowIds: true }) : [];
+    return { sessionId: tip, sessionExists, transcript };
   }
 
   async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
@@ -287,10 +310,17 @@ export class SessionDB implements SessionStore {
 
   async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    return waitForLease(
+    const reading = options.readUnderLease;
+    let read: TurnStartRead | null = null;
+    const acquired = await waitForLease(
       {
         resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
-        attempt: (conversationId) => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()),
+        attempt: (conversationId) => {
+          if (!reading) return this.leases.tryAcquire(conversationId, holder, ttl, this.clock());
+          const step = this.acquireAndReadTransaction(conversationId, holder, ttl, reading.sessionId);
+          read = step.read;
+          return step.attempt;
+        },
         isContended: isSqliteBusy,
         arm: (conversationId) => this.armTracked(conversationId),
         pollIntervalMs: this.pollIntervalMs,
@@ -299,6 +329,8 @@ export class SessionDB implements SessionStore {
       options,
       options.waitSeconds ?? this.defaultWaitSeconds,
     );
+    if (acquired && read) reading?.onRead(read);
+    return acquired;
   }
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
@@ -352,6 +384,12 @@ export class SessionDB implements SessionStore {
     // With attachments, the row and its images are one transaction: a turn never sees one without the other.
     if (insert.attachments?.length) return this.run(() => this.recordWithAttachments(insert));
     return this.run(() => this.inbox.record(insert, this.clock(), null));
+  }
+
+  /** Group commit: every row (with its images) in one transaction, one commit. */
+  async recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
+    if (inserts.length === 0) return [];
+    return this.run(() => this.recordBatchTransaction(inserts));
   }
 
   /** A duplicate of a message already recorded returns the existing row unchanged. */

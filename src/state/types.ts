@@ -143,6 +143,23 @@ export interface LeaseAcquireOptions {
   onContended?: () => void;
   /** Checked before each attempt; true -> return false at once. */
   shouldAbort?: () => boolean;
+  /**
+   * Read the turn's starting state in the transaction that takes the lease (one step instead of
+   * an acquire and then several reads): the tip of `sessionId`'s chain, whether its row exists,
+   * and its model-ready transcript (repaired, with row ids). Handed to `onRead` when the lease is
+   * taken; a store without the combined step leaves it uncalled (the caller then reads itself).
+   * A failing read fails that attempt, and nothing is held.
+   */
+  readUnderLease?: { sessionId: string; onRead: (read: TurnStartRead) => void };
+}
+
+/** What a turn reads under its lease before it runs (see LeaseAcquireOptions.readUnderLease). */
+export interface TurnStartRead {
+  /** The tip: the newest session of the compacted chain. */
+  sessionId: string;
+  sessionExists: boolean;
+  /** The tip's transcript as getMessagesAsConversation(tip, {repairAlternation, includeRowIds}) returns it; empty without a row. */
+  transcript: ConversationMessage[];
 }
 
 /**
@@ -255,6 +272,12 @@ export interface LeaseReleaseNotifier {
 export interface InboxStore {
   /** Insert unless (platform, platformMessageId) exists; a redelivery returns the existing row with inserted=false. */
   recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }>;
+  /**
+   * recordInbound for several messages in ONE transaction (group commit), in the given order (ids
+   * follow it); each result is what recordInbound would have returned, a duplicate inside the batch
+   * included. All or nothing: when it throws, nothing was recorded.
+   */
+  recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>>;
   /** Record a message that was received but refused, with the reason (status 'rejected'). */
   recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow>;
   getInboxRow(id: number): Promise<InboxRow | null>;

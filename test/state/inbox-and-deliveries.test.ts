@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { InboxInsert } from "../../src/state/index.js";
 import { storeBackends, type TestStore } from "../support/store-backends.js";
+import { countTransactions, type TransactionCounter } from "../support/transaction-counter.js";
 import { manualClock } from "./helpers.js";
 
 describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
@@ -58,6 +59,49 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
       await first.close();
       const second = await store.open();
       expect((await second.recordInbound(inbound("m1"))).inserted).toBe(false);
+    });
+
+    describe("group commit (recordInboundBatch)", () => {
+      let transactions: TransactionCounter;
+      beforeEach(() => {
+        transactions = countTransactions();
+      });
+      afterEach(() => transactions.stop());
+
+      it("records a batch in one transaction, ids in the given order, a duplicate inside the batch answered as one", async () => {
+        const db = await store.open({ now: () => 12 });
+        const before = await db.recordInbound(inbound("old"));
+        transactions.reset();
+        const results = await db.recordInboundBatch([inbound("b1"), inbound("b2", "t"), inbound("old"), inbound("b1"), inbound("b3")]);
+        expect(transactions.count).toBe(1);
+        expect(results.map((r) => [r.row.platform_message_id, r.inserted])).toEqual([
+          ["b1", true],
+          ["b2", true],
+          ["old", false],
+          ["b1", false],
+          ["b3", true],
+        ]);
+        expect(results[2].row).toEqual(before.row);
+        expect(results[3].row.id).toBe(results[0].row.id);
+        const ids = [results[0], results[1], results[4]].map((r) => r.row.id);
+        expect([...ids].sort((x, y) => x - y)).toEqual(ids);
+        expect(ids[0]).toBeGreaterThan(before.row.id);
+        expect(results[1].row).toMatchObject({ session_id: "t", status: "pending", received_at: 12 });
+        expect((await db.pendingInbox("s")).map((r) => r.platform_message_id)).toEqual(["old", "b1", "b3"]);
+        expect(await db.recordInboundBatch([])).toEqual([]);
+      });
+
+      it("keeps each row's images in the batch's transaction, and writes nothing when one row fails", async () => {
+        const db = await store.open();
+        const image = { content_type: "image/png", name: "a.png", data: new Uint8Array([1, 2, 3]) };
+        const [withImage] = await db.recordInboundBatch([inbound("img", "s", { attachments: [image] }), inbound("plain")]);
+        expect((await db.inboxAttachments(withImage.row.id)).map((a) => [a.content_type, a.name, [...a.data]])).toEqual([["image/png", "a.png", [1, 2, 3]]]);
+        const broken = { content_type: null as unknown as string, data: new Uint8Array([4]) };
+        await expect(db.recordInboundBatch([inbound("fine"), inbound("broken", "s", { attachments: [broken] })])).rejects.toThrow();
+        expect(await db.findInboxRow("slack", "fine")).toBeNull();
+        expect(await db.findInboxRow("slack", "broken")).toBeNull();
+        expect((await db.recordInbound(inbound("fine"))).inserted).toBe(true);
+      });
     });
 
     it("records rejected messages with their reason; a rejection of an already recorded message changes nothing", async () => {

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
 import { storeBackends, type TestStore } from "../support/store-backends.js";
+import { countTransactions } from "../support/transaction-counter.js";
 import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
 
 const HOST = "test-host";
@@ -216,6 +217,39 @@ describe.each(storeBackends)("lease on $name", (backend) => {
   });
 
   describe("acquireSessionTurnLease", () => {
+    it("readUnderLease: the tip, its row and its transcript are read in the transaction that takes the lease", async () => {
+      const transactions = countTransactions();
+      try {
+        const db = await store.open();
+        await db.createSession("root", { source: "t" });
+        await db.appendMessage("root", { role: "user", content: "old" });
+        await db.endSession("root", "compression");
+        await db.createSession("tip", { source: "t", parentSessionId: "root" });
+        await db.appendMessagesBatch("tip", [
+          { role: "user", content: "hello", platform_message_id: "p1" },
+          { role: "assistant", content: "hi" },
+        ]);
+        const reads: unknown[] = [];
+        transactions.reset();
+        expect(await db.acquireSessionTurnLease("root", "A", { readUnderLease: { sessionId: "root", onRead: (read) => reads.push(read) } })).toBe(true);
+        expect(transactions.count).toBe(1);
+        expect(reads).toEqual([{ sessionId: "tip", sessionExists: true, transcript: await db.getMessagesAsConversation("tip", { repairAlternation: true, includeRowIds: true }) }]);
+        expect((reads[0] as { transcript: Array<{ content: string }> }).transcript.map((m) => m.content)).toEqual(["hello", "hi"]);
+
+        // Not taken: nothing read, nothing handed over.
+        const onRead = vi.fn();
+        expect(await db.acquireSessionTurnLease("root", "B", { waitSeconds: 0, readUnderLease: { sessionId: "root", onRead } })).toBe(false);
+        expect(onRead).not.toHaveBeenCalled();
+
+        // A session without a row: its id, no transcript.
+        const none = vi.fn();
+        expect(await db.acquireSessionTurnLease("unknown", "A", { readUnderLease: { sessionId: "unknown", onRead: none } })).toBe(true);
+        expect(none).toHaveBeenCalledWith({ sessionId: "unknown", sessionExists: false, transcript: [] });
+      } finally {
+        transactions.stop();
+      }
+    });
+
     it("is admitted at once when free, without onWait or onContended", async () => {
       const db = await store.open();
       const onWait = vi.fn();

@@ -29,9 +29,10 @@ import type {
   SessionSummary,
   StaleLease,
   StoredAttachment,
+  TurnStartRead,
 } from "../types.js";
 import { PgAttachmentSql } from "./attachments.js";
-import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransaction, isTransientPgError } from "./connection.js";
+import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransaction, isTransientPgError, type Queryable } from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
 import { PgLeaseSql } from "./lease.js";
@@ -243,9 +244,13 @@ export class PostgresStore implements SessionStore {
 
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
+    return this.run((db) => this.conversationOf(db, sessionId, options));
+  }
+
+  private async conversationOf(db: Queryable, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
     const includeRowIds = options.includeRowIds === true;
-    const rows = await this.run((db) => this.messages.rows(db, sessionId));
-    const attachments = await this.run((db) => this.attachments.bySessionMessage(db, sessionId, true));
+    const rows = await this.messages.rows(db, sessionId);
+    const attachments = await this.attachments.bySessionMessage(db, sessionId, true);
     const transcript = rows.map((row) => {
       const message = toConversationMessage(row, includeRowIds);
       const held = attachments.get(row[0]);
@@ -253,6 +258,13 @@ export class PostgresStore implements SessionStore {
       return message;
     });
     return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+  }
+
+  private async turnStartRead(db: Queryable, sessionId: string): Promise<TurnStartRead> {
+    const tip = (await this.sessions.tipOf(db, sessionId)) || sessionId;
+    const sessionExists = (await this.sessions.get(db, tip)) !== null;
+    const transcript = sessionExists ? await this.conversationOf(db, tip, { repairAlternation: true, includeRowIds: true }) : [];
+    return { sessionId: tip, sessionExists, transcript };
   }
 
   async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
@@ -269,10 +281,20 @@ export class PostgresStore implements SessionStore {
 
   async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    return waitForLease(
+    const reading = options.readUnderLease;
+    let read: TurnStartRead | null = null;
+    const acquired = await waitForLease(
       {
         resolveConversationId: () => this.conversationIdOf(sessionId),
-        attempt: (conversationId) => this.run((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now())),
+        attempt: (conversationId) => {
+          if (!reading) return this.run((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()));
+          // Admission and the turn's first reads in one transaction: rolled back together when a read fails.
+          return this.transaction(async (client) => {
+            const attempt = await this.leases.tryAcquire(client, conversationId, holder, ttl, this.now());
+            if (attempt.acquired) read = await this.turnStartRead(client, reading.sessionId);
+            return attempt;
+          });
+        },
         isContended: isTransientPgError,
         arm: (conversationId) => this.armTracked(conversationId),
         pollIntervalMs: this.pollIntervalMs,
@@ -281,6 +303,8 @@ export class PostgresStore implements SessionStore {
       options,
       options.waitSeconds ?? this.defaultWaitSeconds,
     );
+    if (acquired && read) reading?.onRead(read);
+    return acquired;
   }
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
@@ -340,6 +364,21 @@ export class PostgresStore implements SessionStore {
       const recorded = await this.inbox.record(client, insert, now, null);
       if (recorded.inserted) await this.attachments.insertForInbox(client, recorded.row.id, uploads, now);
       return recorded;
+    });
+  }
+
+  /** Group commit: every row (with its images) in one transaction, one commit, in the given order. */
+  async recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
+    if (inserts.length === 0) return [];
+    return this.transaction(async (client) => {
+      const now = this.now();
+      const results: Array<{ inserted: boolean; row: InboxRow }> = [];
+      for (const insert of inserts) {
+        const recorded = await this.inbox.record(client, insert, now, null);
+        if (recorded.inserted && insert.attachments?.length) await this.attachments.insertForInbox(client, recorded.row.id, insert.attachments, now);
+        results.push(recorded);
+      }
+      return results;
     });
   }
 

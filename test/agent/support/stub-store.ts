@@ -123,6 +123,7 @@ export class StubStore implements SessionStore {
   getSessionTurnLease(): Promise<null> { return notUsed("getSessionTurnLease"); }
   close(): Promise<void> { return Promise.resolve(); }
   recordInbound(): Promise<{ inserted: boolean; row: InboxRow }> { return notUsed("recordInbound"); }
+  recordInboundBatch(): Promise<Array<{ inserted: boolean; row: InboxRow }>> { return notUsed("recordInboundBatch"); }
   recordRejected(): Promise<InboxRow> { return notUsed("recordRejected"); }
   getInboxRow(): Promise<InboxRow | null> { return notUsed("getInboxRow"); }
   findInboxRow(): Promise<InboxRow | null> { return notUsed("findInboxRow"); }
