@@ -6,7 +6,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { openStore, PostgresStore } from "../../src/state/index.js";
-import { isTransientPgError } from "../../src/state/postgres/connection.js";
+import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
@@ -228,5 +228,25 @@ describe("a gateway with DATABASE_URL", () => {
     // Nothing durable on this machine: no SQLite file (nor its WAL) anywhere in the data folder.
     expect(existsSync(gateway.env.SWITCHBOARD_DB)).toBe(false);
     expect(filesUnder(gateway.dir).filter((file) => /\.db(-wal|-shm|-journal)?$/.test(file))).toEqual([]);
+  });
+});
+
+describe("commit durability per pool", () => {
+  it("the lease pool commits without waiting for the WAL flush; the pool of every other write keeps the server's setting", async () => {
+    const schema = freshSchema("commit");
+    await open(schema);
+    // Without the test run's own `options` (it turns synchronous commit off for speed).
+    const connectionString = testDatabaseUrl().replace(/([?&])options=[^&]*&?/, "$1").replace(/[?&]$/, "");
+    const settings = { connectionString, schema, maxConnections: 1, lockTimeoutMs: 1_000 };
+    const leasePool = createPool({ ...settings, asyncCommit: true });
+    const writePool = createPool(settings);
+    const serverDefault = new pg.Pool({ connectionString, max: 1 });
+    try {
+      const show = async (pool: pg.Pool): Promise<string> => (await pool.query<{ synchronous_commit: string }>("SHOW synchronous_commit")).rows[0].synchronous_commit;
+      expect(await show(leasePool)).toBe("off");
+      expect(await show(writePool)).toBe(await show(serverDefault));
+    } finally {
+      await Promise.all([leasePool.end(), writePool.end(), serverDefault.end()]);
+    }
   });
 });

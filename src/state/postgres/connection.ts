@@ -33,6 +33,11 @@ export interface PoolSettings {
   maxConnections: number;
   /** How long a statement may wait for a row or advisory lock before failing with 55P03 (contention). */
   lockTimeoutMs: number;
+  /**
+   * Commit without waiting for the WAL flush (`synchronous_commit = off`). Only for the lease's own
+   * statements: see `PostgresStore`'s lease pool for why that is safe there and nowhere else.
+   */
+  asyncCommit?: boolean;
 }
 
 /** The server ends a session left idle inside a transaction this long (a paused or cut-off node), freeing its locks. */
@@ -41,7 +46,7 @@ const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 export function createPool(settings: PoolSettings): pg.Pool {
-  const searchPath = `SET search_path TO ${quoteSchema(settings.schema)}`;
+  const setUp = [`SET search_path TO ${quoteSchema(settings.schema)}`, ...(settings.asyncCommit ? ["SET synchronous_commit TO off"] : [])].join("; ");
   const pool = new pg.Pool({
     connectionString: settings.connectionString,
     max: settings.maxConnections,
@@ -56,7 +61,7 @@ export function createPool(settings: PoolSettings): pg.Pool {
     // Awaited before a new connection serves its first query. (Not the start-up `options`: an
     // `options` parameter in DATABASE_URL would replace it.)
     onConnect: async (client) => {
-      await client.query(searchPath);
+      await client.query(setUp);
     },
   });
   // A connection that breaks while idle (server restart, network cut) is removed from the pool;

@@ -88,17 +88,32 @@ export class PostgresStore implements SessionStore {
       maxConnections: options.maxConnections ?? 10,
       lockTimeoutMs: options.lockTimeoutMs ?? 5_000,
     });
+    const leasePool = createPool({
+      connectionString: options.connectionString,
+      schema,
+      maxConnections: Math.max(2, Math.ceil((options.maxConnections ?? 10) / 2)),
+      lockTimeoutMs: options.lockTimeoutMs ?? 5_000,
+      asyncCommit: true,
+    });
     try {
       await migrateSchema(pool, schema);
     } catch (err) {
-      await pool.end().catch(() => undefined);
+      await Promise.all([pool.end(), leasePool.end()]).catch(() => undefined);
       throw err;
     }
-    return new PostgresStore(pool, schema, options);
+    return new PostgresStore(pool, leasePool, schema, options);
   }
 
   private constructor(
     private readonly pool: pg.Pool,
+    /**
+     * Admission, refresh and release commit without waiting for the disk (a flush costs several ms
+     * per handoff). Safe because WAL is one ordered log: the fenced flush that depends on a lease
+     * commits synchronously, which flushes every earlier record with it, the lease's included. A
+     * database crash can only lose lease changes no durable write depended on yet: a lost acquire
+     * fences its holder out; a lost release leaves a lease that expires (or is reaped) as usual.
+     */
+    private readonly leasePool: pg.Pool,
     readonly schema: string,
     options: PostgresStoreOptions,
   ) {
@@ -133,6 +148,17 @@ export class PostgresStore implements SessionStore {
   private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     this.assertOpen();
     return inTransaction(this.pool, work);
+  }
+
+  /** Lease statements, on the pool that commits without waiting for the WAL flush. */
+  private async runLease<T>(work: (db: pg.Pool) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    return work(this.leasePool);
+  }
+
+  private async leaseTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    return inTransaction(this.leasePool, work);
   }
 
   private armTracked(key: string): ArmedWakeup {
@@ -276,7 +302,7 @@ export class PostgresStore implements SessionStore {
   async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
     const conversationId = await this.conversationIdOf(sessionId);
-    return (await this.run((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()))).acquired;
+    return (await this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()))).acquired;
   }
 
   async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
@@ -287,9 +313,9 @@ export class PostgresStore implements SessionStore {
       {
         resolveConversationId: () => this.conversationIdOf(sessionId),
         attempt: (conversationId) => {
-          if (!reading) return this.run((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()));
+          if (!reading) return this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()));
           // Admission and the turn's first reads in one transaction: rolled back together when a read fails.
-          return this.transaction(async (client) => {
+          return this.leaseTransaction(async (client) => {
             const attempt = await this.leases.tryAcquire(client, conversationId, holder, ttl, this.now());
             if (attempt.acquired) read = await this.turnStartRead(client, reading.sessionId);
             return attempt;
@@ -310,12 +336,12 @@ export class PostgresStore implements SessionStore {
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = options.ttlSeconds === undefined ? undefined : positiveSeconds(options.ttlSeconds, "ttlSeconds");
     const conversationId = await this.conversationIdOf(sessionId);
-    return this.run((db) => this.leases.refresh(db, conversationId, holder, ttl, this.now()));
+    return this.runLease((db) => this.leases.refresh(db, conversationId, holder, ttl, this.now()));
   }
 
   async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
     const conversationId = await this.conversationIdOf(sessionId);
-    const released = await this.run((db) => this.leases.release(db, conversationId, holder));
+    const released = await this.runLease((db) => this.leases.release(db, conversationId, holder));
     if (released) this.announceRelease(conversationId);
   }
 
@@ -463,6 +489,6 @@ export class PostgresStore implements SessionStore {
     this.unsubscribeNotifier?.();
     // Waiters wake, see the closed store and reject instead of hanging on their timers.
     for (const wakeup of [...this.activeWakeups]) wakeup.wake();
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.leasePool.end()]);
   }
 }
