@@ -315,7 +315,11 @@ export class TurnWorkers {
     }
   }
 
-  /** The final reply edits the streamed message instead of posting a second one. */
+  /**
+   * The final reply edits the streamed message instead of posting a second one; a stream that
+   * posted nothing yet (the reply was done before its first post was due) posts nothing now, and
+   * the delivery posts the final text once.
+   */
   private async finishStream(stream: ReplyStream, deliveryIds: number[]): Promise<void> {
     const { messageId } = await stream.close().catch(() => ({ messageId: null }));
     if (messageId && deliveryIds.length > 0) await this.deps.store.setDeliveryEditTarget(deliveryIds[0], messageId);
