@@ -30,7 +30,10 @@ export interface TurnWorkerDeps {
   publishInterrupt: (request: InterruptRequest) => Promise<void>;
   /** Platforms whose replies go out through the deliveries ledger. */
   sendingPlatforms: () => Set<string>;
-  /** Enqueue the ledger rows a turn's final flush created. */
+  /**
+   * Send the ledger rows a turn's final flush created: at once, each under its ledger claim, with
+   * a delivery job only for a retry (DeliveryDispatcher.deliverNow).
+   */
   dispatchDeliveries: (deliveryIds: readonly number[]) => Promise<void>;
   /**
    * Add a fresh wake-up job for a conversation's head, under a job id of its own (never one that
@@ -310,7 +313,8 @@ export class TurnWorkers {
     }
     if (state.stream) await this.finishStream(state.stream, result.deliveryIds);
     if (result.deliveryIds.length > 0) {
-      // By id: after a compaction the rows belong to the tip, not to the conversation id.
+      // By id: after a compaction the rows belong to the tip, not to the conversation id. After the
+      // stream closed, so the final text is its last word (an edit of its message, or one post).
       await this.deps.dispatchDeliveries(result.deliveryIds).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
   }

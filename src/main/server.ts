@@ -179,7 +179,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
           if (!adapter?.fetchMedia) throw new MediaError("fetch_failed", `files from ${platform} cannot be downloaded here`);
           return adapter.fetchMedia(ref, limits);
         },
-        dispatchDeliveries: (deliveryIds) => dispatcher.dispatchIds(deliveryIds),
+        // Sent at once under the ledger's claim; the deliveries queue only for retries.
+        dispatchDeliveries: (deliveryIds) => dispatcher.deliverNow(deliveryIds),
       });
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));
       const deliveryWorkers = new DeliveryWorkers(deliveryDeps);
