@@ -126,13 +126,18 @@ export class DeliveryDispatcher {
    * its retry is due. Throws only when that enqueue fails (the reconciler then finds the row).
    */
   async deliverNow(ids: readonly number[]): Promise<void> {
+    let enqueueError: unknown = null;
     for (const deliveryId of ids) {
-      const outcome = await this.sender.attempt(deliveryId, false);
+      // A store error mid-attempt is a failed attempt too: the job retries it (a row left in
+      // 'sending' is taken again once its claim is old enough, as a possible duplicate).
+      const outcome = await this.sender.attempt(deliveryId, false).catch((error: unknown): SendOutcome => ({ kind: "failed", error: error as Error }));
       if (outcome.kind === "settled") continue;
       const delayMs =
         outcome.kind === "rate_limited" ? outcome.retryAfterMs : outcome.kind === "claimed" ? Math.max(0, outcome.retryAt - Date.now()) : deliveryBackoffMs(1);
-      await this.enqueueJob(deliveryId, delayMs);
+      // The other rows are still tried: one refused enqueue must not hold them back.
+      await this.enqueueJob(deliveryId, delayMs).catch((err: unknown) => (enqueueError ??= err));
     }
+    if (enqueueError) throw enqueueError;
   }
 
   private async enqueueJob(deliveryId: number, delayMs: number): Promise<void> {
