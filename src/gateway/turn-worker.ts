@@ -162,8 +162,9 @@ export class TurnWorkers {
         if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
         // One turn per slot while it can be handed on: the session's next turn queues behind the
         // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
-        // its messages keep coming. Only when Redis refuses the wake-up does this job go on itself.
-        if (turns >= MAX_TURNS_PER_JOB || (await this.deps.wakeAgain(conversationId, next.id))) return;
+        // its messages keep coming. Only when Redis refuses the wake-up does this job go on itself
+        // (up to a cap; then the reconciler enqueues the row once Redis is back).
+        if ((await this.deps.wakeAgain(conversationId, next.id)) || turns >= MAX_TURNS_PER_JOB) return;
       }
       await this.runTurn(conversationId, next);
       [next] = await store.pendingInbox(conversationId, 1);
