@@ -1,7 +1,8 @@
 // The two BullMQ queues: turn wake-ups and outbound deliveries. Job ids are derived from the
 // durable rows ("inbox-<id>", "delivery-<id>"), so re-adding a job that exists is a no-op; a
-// dead turn's wake-up also names the dead holder ("inbox-<id>-after-<hash>").
-import { createHash } from "node:crypto";
+// dead turn's wake-up also names the dead holder ("inbox-<id>-after-<hash>"), and a wake-up a
+// turn hands on to its session's next row has an id of its own ("inbox-<id>-next-<random>").
+import { createHash, randomUUID } from "node:crypto";
 import { Queue, type ConnectionOptions } from "bullmq";
 import { Redis, type RedisOptions } from "ioredis";
 
@@ -37,7 +38,27 @@ export const turnJobId = (inboxId: number): string => `inbox-${inboxId}`;
  */
 export const recoveryJobId = (inboxId: number, deadHolder: string): string =>
   `inbox-${inboxId}-after-${createHash("sha256").update(deadHolder).digest("hex").slice(0, 16)}`;
+/**
+ * The wake-up a finished turn hands on to its session's next row. An id of its own every time:
+ * `inbox-<id>` may be the row's own job, still active on its way to return as a no-op (it saw the
+ * lease held), and adding under its id would then add nothing. A wake-up too many is a no-op.
+ */
+export const handOnJobId = (inboxId: number): string => `inbox-${inboxId}-next-${randomUUID().slice(0, 13)}`;
 export const deliveryJobId = (deliveryId: number): string => `delivery-${deliveryId}`;
+
+/** How long adding a wake-up may take before it counts as refused. */
+const WAKE_UP_TIMEOUT_MS = 1500;
+
+/** Add a handed-on wake-up (handOnJobId); false when Redis is down or slow (the reconciler then finds the row). */
+export async function addHandOnWakeUp(queues: Pick<GatewayQueues, "turns" | "connection">, conversationId: string, inboxId: number): Promise<boolean> {
+  if (queues.connection.status !== "ready") return false;
+  try {
+    await withTimeout(queues.turns.add("turn", { conversationId, inboxId }, { jobId: handOnJobId(inboxId) }), WAKE_UP_TIMEOUT_MS, "hand on a wake-up");
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export interface GatewayQueues {
   turns: Queue<TurnJobData>;

@@ -30,10 +30,16 @@ export interface TurnWorkerDeps {
   publishInterrupt: (request: InterruptRequest) => Promise<void>;
   /** Platforms whose replies go out through the deliveries ledger. */
   sendingPlatforms: () => Set<string>;
-  /** Enqueue the ledger rows a turn's final flush created. */
+  /**
+   * Send the ledger rows a turn's final flush created: at once, each under its ledger claim, with
+   * a delivery job only for a retry (DeliveryDispatcher.deliverNow).
+   */
   dispatchDeliveries: (deliveryIds: readonly number[]) => Promise<void>;
-  /** Add a wake-up job for an inbox row (ingress.enqueue). */
-  enqueue: (conversationId: string, inboxId: number) => Promise<boolean>;
+  /**
+   * Add a fresh wake-up job for a conversation's head, under a job id of its own (never one that
+   * may still be active: that add would be a no-op); false when Redis refused it.
+   */
+  wakeAgain: (conversationId: string, inboxId: number) => Promise<boolean>;
   /** The platform adapter's fetchMedia: downloads the files a message referenced when its turn takes it. */
   fetchMedia?: MediaFetcher;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
@@ -45,7 +51,7 @@ export interface TurnWorkerDeps {
 /** How long the lease waits for the turn's events to reach Redis (an outage must not hold it). */
 const EVENTS_FLUSH_TIMEOUT_MS = 2_000;
 
-/** Turns one job may run back to back for its session before yielding its worker slot. */
+/** Turns one job runs back to back for its session when it cannot hand on (Redis refuses wake-ups). */
 const MAX_TURNS_PER_JOB = 50;
 
 /** What one turn learns as it runs: its input rows, its streamed reply, when it began to wait. */
@@ -143,26 +149,25 @@ export class TurnWorkers {
     if (row?.status === "pending" && busyModeFor(config, row.platform) === "interrupt") {
       await this.deps.publishInterrupt({ sessionId: conversationId, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
-    // A live turn on this conversation will drain its inbox after it releases the lease (see
+    // A live turn on this conversation wakes its next row after it releases the lease (see
     // below), so this job need not hold a worker slot waiting: other sessions run meanwhile.
     if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
-    // Drain: a turn consumes the head, which may be another job's row (its job was lost with a
-    // dead worker, or completed as a no-op above). Keep going while the session has pending rows;
-    // each check comes after the previous turn released the lease, so a job that saw the lease
-    // held cannot strand its row.
+    // A turn consumes the head, which may be another job's row (its job was lost with a dead
+    // worker, or completed as a no-op above). After each turn (its lease released) the inbox is
+    // read again, so a job that saw the lease held cannot strand its row.
     let [next] = row?.status === "pending" ? [row] : await store.pendingInbox(conversationId, 1);
     for (let turns = 0; next; turns++) {
-      if (turns >= MAX_TURNS_PER_JOB) {
-        // Yield the slot; a fresh wake-up carries on with the head.
-        await this.deps.enqueue(conversationId, next.id);
-        return;
+      if (turns > 0) {
+        // Another job took the lease the moment it was released: that turn carries on from here.
+        if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
+        // One turn per slot while it can be handed on: the session's next turn queues behind the
+        // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
+        // its messages keep coming. Only when Redis refuses the wake-up does this job go on itself
+        // (up to a cap; then the reconciler enqueues the row once Redis is back).
+        if ((await this.deps.wakeAgain(conversationId, next.id)) || turns >= MAX_TURNS_PER_JOB) return;
       }
-      // Even a turn that found nothing to do (another turn consumed the head) checks again after
-      // its release: a job that saw this lease held relies on that check.
       await this.runTurn(conversationId, next);
       [next] = await store.pendingInbox(conversationId, 1);
-      // Another job took the lease the moment it was released: that turn drains from here on.
-      if (next && (await store.liveSessionTurnLeaseHolder(conversationId))) return;
     }
   }
 
@@ -317,12 +322,17 @@ export class TurnWorkers {
     }
     if (state.stream) await this.finishStream(state.stream, result.deliveryIds);
     if (result.deliveryIds.length > 0) {
-      // By id: after a compaction the rows belong to the tip, not to the conversation id.
+      // By id: after a compaction the rows belong to the tip, not to the conversation id. After the
+      // stream closed, so the final text is its last word (an edit of its message, or one post).
       await this.deps.dispatchDeliveries(result.deliveryIds).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
   }
 
-  /** The final reply edits the streamed message instead of posting a second one. */
+  /**
+   * The final reply edits the streamed message instead of posting a second one; a stream that
+   * posted nothing yet (the reply was done before its first post was due) posts nothing now, and
+   * the delivery posts the final text once.
+   */
   private async finishStream(stream: ReplyStream, deliveryIds: number[]): Promise<void> {
     const { messageId } = await stream.close().catch(() => ({ messageId: null }));
     if (messageId && deliveryIds.length > 0) await this.deps.store.setDeliveryEditTarget(deliveryIds[0], messageId);

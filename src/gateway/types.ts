@@ -159,7 +159,10 @@ export interface AdapterCapabilities {
 /** A reply streamed as one message with throttled edits while the turn writes it. */
 export interface ReplyStream {
   push(delta: string): void;
-  /** Stop editing (waits for a request in flight); the final text goes out as a delivery that edits `messageId`. */
+  /**
+   * Stop editing (waits for a request in flight); the final text goes out as a delivery that edits
+   * `messageId`, or, when nothing was posted yet (messageId null), posts it as one message.
+   */
   close(): Promise<{ messageId: string | null }>;
 }
 

@@ -28,7 +28,7 @@ import { InterruptBus } from "../bus/interrupt-bus.js";
 import { RedisKeys } from "../bus/keys.js";
 import { createLogger } from "../gateway/logger.js";
 import { createMetrics, type GatewayMetrics } from "../gateway/metrics.js";
-import { createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
+import { addHandOnWakeUp, createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
 import { Reconciler } from "../gateway/reconciler.js";
 import { RedisLeaseNotifier } from "../bus/lease-notifier.js";
 import { redisOptionsFromUrl } from "../bus/redis-url.js";
@@ -171,7 +171,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
-        enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
+        wakeAgain: (conversationId, inboxId) => addHandOnWakeUp(queues, conversationId, inboxId),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
         typing: async (platform, target) => adapters.get(platform)?.typing?.(target),
         fetchMedia: async (platform, ref, limits) => {
@@ -179,7 +179,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
           if (!adapter?.fetchMedia) throw new MediaError("fetch_failed", `files from ${platform} cannot be downloaded here`);
           return adapter.fetchMedia(ref, limits);
         },
-        dispatchDeliveries: (deliveryIds) => dispatcher.dispatchIds(deliveryIds),
+        // Sent at once under the ledger's claim; the deliveries queue only for retries.
+        dispatchDeliveries: (deliveryIds) => dispatcher.deliverNow(deliveryIds),
       });
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));
       const deliveryWorkers = new DeliveryWorkers(deliveryDeps);

@@ -39,7 +39,7 @@ export function withReceipt(metadata: Record<string, unknown> | null, receipt: D
 export class DeliverySql {
   private readonly insert: Statement<[Record<string, unknown>], { id: number }>;
   private readonly selectById: Statement<[number], StoredDeliveryRow>;
-  private readonly claim: Statement<[number, number], StoredDeliveryRow>;
+  private readonly claim: Statement<[number, number, number], StoredDeliveryRow>;
   private readonly markSent: Statement<[string | null, number, number]>;
   private readonly markFailed: Statement<[string, string, number, number]>;
   private readonly selectUnsent: Statement<[number], StoredDeliveryRow>;
@@ -56,12 +56,13 @@ export class DeliverySql {
     );
     this.selectById = db.prepare("SELECT * FROM deliveries WHERE id = ?");
     // One statement, so the claim is atomic. SET expressions see the row as it was before the
-    // update: a row that was already 'sending' becomes a possible duplicate.
+    // update: a row that was already 'sending' becomes a possible duplicate. A 'sending' row is
+    // taken only once its claim is old enough (the third parameter: the newest claim time taken).
     this.claim = db.prepare(
       `UPDATE deliveries
           SET possible_duplicate = (possible_duplicate OR status = 'sending'),
               status = 'sending', attempts = attempts + 1, updated_at = ?
-        WHERE id = ? AND status IN ('pending', 'sending')
+        WHERE id = ? AND (status = 'pending' OR (status = 'sending' AND updated_at <= ?))
         RETURNING *`,
     );
     this.markSent = db.prepare(
@@ -106,8 +107,8 @@ export class DeliverySql {
     return row ? toDeliveryRow(row) : null;
   }
 
-  claimForSend(id: number, now: number): DeliveryRow | null {
-    const row = this.claim.get(now, id);
+  claimForSend(id: number, now: number, reclaimAfterSeconds: number): DeliveryRow | null {
+    const row = this.claim.get(now, id, now - reclaimAfterSeconds);
     return row ? toDeliveryRow(row) : null;
   }
 

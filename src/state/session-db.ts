@@ -25,6 +25,7 @@ import type {
   CreateSessionInput,
   DeliveryInsert,
   DeliveryReceipt,
+  ClaimDeliveryOptions,
   DeliveryRow,
   FlushResult,
   InboxInsert,
@@ -436,8 +437,8 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.deliveries.get(id));
   }
 
-  async claimDelivery(id: number): Promise<DeliveryRow | null> {
-    return this.run(() => this.deliveries.claimForSend(id, this.clock()));
+  async claimDelivery(id: number, options: ClaimDeliveryOptions = {}): Promise<DeliveryRow | null> {
+    return this.run(() => this.deliveries.claimForSend(id, this.clock(), options.reclaimAfterSeconds ?? 0));
   }
 
   async markDeliverySent(id: number, platformMessageId: string | null): Promise<void> {

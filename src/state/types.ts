@@ -291,16 +291,22 @@ export interface InboxStore {
   inboxCounts(): Promise<Record<InboxStatus, number>>;
 }
 
+export interface ClaimDeliveryOptions {
+  /** Take a row another claim left in 'sending' only once that claim is this old. Default 0. */
+  reclaimAfterSeconds?: number;
+}
+
 /** Outbound ledger: every reply is a row before it is sent. */
 export interface DeliveryStore {
   createDeliveries(inserts: DeliveryInsert[]): Promise<number[]>;
   getDelivery(id: number): Promise<DeliveryRow | null>;
   /**
    * Claim a delivery for one send attempt: pending -> sending, attempts+1. A row found already
-   * 'sending' (a crash between send and record) is claimed with possible_duplicate=true.
-   * Returns null when the row is already sent or failed.
+   * 'sending' (a crash between send and record) is claimed with possible_duplicate=true, but only
+   * once that claim is `reclaimAfterSeconds` old (default 0): a younger one may be a live send.
+   * Returns null when the row is already sent or failed, or its claim is younger.
    */
-  claimDelivery(id: number): Promise<DeliveryRow | null>;
+  claimDelivery(id: number, options?: ClaimDeliveryOptions): Promise<DeliveryRow | null>;
   markDeliverySent(id: number, platformMessageId: string | null): Promise<void>;
   /** final=false puts the row back to pending for a retry. */
   markDeliveryFailed(id: number, error: string, final: boolean): Promise<void>;

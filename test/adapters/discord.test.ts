@@ -261,7 +261,7 @@ describe("Discord send", () => {
   });
 
   it("streams into one message with throttled edits and a final split", async () => {
-    const editor = createDiscordStreamingReply(h.adapter, channelTarget, { intervalMs: 50 });
+    const editor = createDiscordStreamingReply(h.adapter, channelTarget, { intervalMs: 50, firstPostDelayMs: 50 });
     for (let i = 0; i < 30; i++) {
       editor.push("x".repeat(100));
       await new Promise((r) => setTimeout(r, 5));

@@ -123,6 +123,32 @@ describe("ThrottledEditor", () => {
     expect(() => editor.push("more")).toThrow();
   });
 
+  it("holds the first post for firstPostDelayMs: a reply closed within it is never posted, a longer one posts then edits", async () => {
+    vi.useFakeTimers();
+    const short = recordingSink();
+    const quick = new ThrottledEditor(short.sink, { intervalMs: 1000, firstPostDelayMs: 1000 });
+    quick.push("Echo: ");
+    quick.push("hi");
+    await vi.advanceTimersByTimeAsync(999);
+    expect(await quick.close()).toEqual({ messageId: null, text: "Echo: hi" });
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(short.calls).toEqual([]);
+
+    const long = recordingSink();
+    const slow = new ThrottledEditor(long.sink, { intervalMs: 1000, firstPostDelayMs: 1000 });
+    const started = Date.now();
+    for (let i = 0; i < 30; i++) {
+      slow.push(`w${i} `);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    const [post, ...edits] = long.calls;
+    expect(post).toMatchObject({ kind: "post" });
+    expect(post.at - started).toBe(1000);
+    expect(edits.length).toBeGreaterThanOrEqual(1);
+    expect(edits.every((c) => c.kind === "edit")).toBe(true);
+    expect((await slow.close()).messageId).toBe("m1");
+  });
+
   it("posts the final text once when nothing was streamed before finish()", async () => {
     const { sink, calls } = recordingSink();
     const editor = new ThrottledEditor(sink, { intervalMs: 1000 });
@@ -141,7 +167,7 @@ describe("Slack streaming reply", () => {
         { logger: silentLogger, bodyLimitBytes: 1024 },
       );
       const target = { team: "T1", channel: "C1", thread_ts: "1718900000.000100" };
-      const editor = createSlackStreamingReply(adapter, target, { intervalMs: 100 });
+      const editor = createSlackStreamingReply(adapter, target, { intervalMs: 100, firstPostDelayMs: 100 });
       let full = "";
       const started = Date.now();
       for (let i = 0; i < 40; i++) {

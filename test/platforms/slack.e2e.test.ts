@@ -60,7 +60,7 @@ describe("Slack through the gateway", () => {
     await fake?.close();
   });
 
-  it("answers a signed app_mention in its thread with exactly one message holding the echo", async () => {
+  it("answers a signed app_mention in its thread with exactly one message holding the echo, in one Slack call", async () => {
     const mention = slackMention("what is the capital of France?");
     const res = await postSlackEvent(gw.gateway.url!, mention.body);
     expect(res.status).toBe(200);
@@ -68,8 +68,13 @@ describe("Slack through the gateway", () => {
     await sentReply(gw, mention);
     const message = onlyMessage(fake, mention.channel);
     expect(message.thread_ts).toBe(mention.ts);
-    expect(message.text).toContain(`Echo: ${mention.question}`);
-    expect(postMessageCallsIn(fake, mention.channel).filter((c) => c.error === null)).toHaveLength(1);
+    expect(message.text).toBe(`Echo: ${mention.question}`);
+    // Done before a streamed post was due: one chat.postMessage with the final text, no edit.
+    await settle(1_500);
+    const calls = fake.calls.filter((c) => c.params.channel === mention.channel);
+    expect(calls.map((c) => c.method)).toEqual(["chat.postMessage"]);
+    expect(calls[0].params.text).toBe(`Echo: ${mention.question}`);
+    expect(message.history).toEqual([]);
   });
 
   it("refuses a bad signature with 401 and runs no turn", async () => {
@@ -204,8 +209,8 @@ describe("Slack streaming through the gateway (slow model)", () => {
   });
 
   it("streams the reply as one message in the thread plus throttled chat.update edits", async () => {
-    const question = "please count slowly one two three four five six seven eight nine ten eleven";
-    expect(question.split(" ")).toHaveLength(14);
+    const question = "please count slowly one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen";
+    expect(question.split(" ")).toHaveLength(21);
     const mention = slackMention(question);
     expect((await postSlackEvent(gw.gateway.url!, mention.body)).status).toBe(200);
 
@@ -225,7 +230,7 @@ describe("Slack streaming through the gateway (slow model)", () => {
       expect(finalText.startsWith(text)).toBe(true);
       if (i > 0) expect(text.length).toBeGreaterThanOrEqual(shown[i - 1].length);
     }
-    // Throttled: about one edit per interval, not one per streamed word (15 chunks).
+    // Throttled: about one edit per interval, not one per streamed word (22 chunks).
     const updates = fake.callsTo("chat.update").filter((c) => c.params.channel === mention.channel);
     expect(updates.length).toBe(message.history.length);
     expect(updates.length).toBeLessThanOrEqual(5);

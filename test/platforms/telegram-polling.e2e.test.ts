@@ -66,7 +66,8 @@ describe("Telegram long polling across gateway processes", () => {
     const active = await poller();
     await waitFor(() => fake.waitingPolls === 1, 10_000, "a long poll waiting");
     const { chat } = fake.privateChat();
-    const update = fake.userMessage(chat, "hello by long polling one two three four five");
+    // Long enough (about 2.5 s at 100 ms a word) to stream past its first post (after 1 s).
+    const update = fake.userMessage(chat, "hello by long polling one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty");
     fake.pushUpdates(update);
 
     await sentTelegramReply(reader.gateway, update);

@@ -187,6 +187,25 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
       expect(await db.claimDelivery(id + 1)).toBeNull();
     });
 
+    it("with reclaimAfterSeconds, a row another claim left in 'sending' is taken only once that claim is that old", async () => {
+      const clock = manualClock();
+      const db = await store.open({ now: clock.now });
+      const [id] = await db.createDeliveries([{ platform: "slack", sessionId: "s", target, text: "hi" }]);
+      expect(await db.claimDelivery(id, { reclaimAfterSeconds: 5 })).toMatchObject({ status: "sending", attempts: 1, possible_duplicate: false });
+      clock.advance(4.5);
+      // A claim 4.5 s old may be a send still in flight: refused, the row untouched.
+      expect(await db.claimDelivery(id, { reclaimAfterSeconds: 5 })).toBeNull();
+      expect(await db.getDelivery(id)).toMatchObject({ status: "sending", attempts: 1, possible_duplicate: false });
+      clock.advance(0.5);
+      expect(await db.claimDelivery(id, { reclaimAfterSeconds: 5 })).toMatchObject({ status: "sending", attempts: 2, possible_duplicate: true });
+      // A pending row is taken at once whatever the option; a sent one never.
+      await db.markDeliveryFailed(id, "503", false);
+      expect(await db.claimDelivery(id, { reclaimAfterSeconds: 5 })).toMatchObject({ status: "sending", attempts: 3 });
+      await db.markDeliverySent(id, "1712.0002");
+      clock.advance(60);
+      expect(await db.claimDelivery(id, { reclaimAfterSeconds: 5 })).toBeNull();
+    });
+
     it("two connections claiming one delivery at once: one clean claim, the other a possible duplicate; none once sent", async () => {
       const a = await store.open();
       const b = await store.open();

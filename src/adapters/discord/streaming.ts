@@ -22,6 +22,7 @@ export function createDiscordStreamingReply(
         for (const part of rest) await adapter.postMessage(target, part);
       },
     },
-    { intervalMs: DISCORD_STREAM_EDIT_INTERVAL_MS, maxPreviewLength: DISCORD_MAX_CONTENT, ...options },
+    // A reply done before its first edit would go out is posted once, final, by its delivery.
+    { intervalMs: DISCORD_STREAM_EDIT_INTERVAL_MS, firstPostDelayMs: DISCORD_STREAM_EDIT_INTERVAL_MS, maxPreviewLength: DISCORD_MAX_CONTENT, ...options },
   );
 }

@@ -1,6 +1,8 @@
-// Streams a reply as one message that is edited as text arrives: the first text is posted once,
-// later text goes out as edits at most once per interval, and finish() makes one last edit with
-// the full text. Never a burst of messages, never two requests in flight at once.
+// Streams a reply as one message that is edited as text arrives: the first text is posted once
+// (after firstPostDelayMs), later text goes out as edits at most once per interval, and finish()
+// makes one last edit with the full text. Never a burst of messages, never two requests in flight
+// at once. A reply that is done before its first post would go out is never posted here: close()
+// then returns no message id, and the caller sends the final text as one message.
 import { RateLimitedError } from "../../gateway/types.js";
 
 /** What the editor needs from a platform. */
@@ -13,6 +15,11 @@ export interface MessageSink {
 export interface ThrottledEditorOptions {
   /** At most one edit per this many milliseconds. */
   intervalMs: number;
+  /**
+   * How long the first text waits before it is posted (default 0: at once). A reply finished
+   * within it costs one request (the caller's final post) instead of a post and an edit.
+   */
+  firstPostDelayMs?: number;
   /** Longest text a preview may show; previews are cut with an ellipsis (finish() sends it all). */
   maxPreviewLength?: number;
   /** Called for preview failures, which are not fatal (finish() retries with the full text). */
@@ -32,6 +39,8 @@ export class ThrottledEditor {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private lastSendAt = Number.NEGATIVE_INFINITY;
   private notBefore = 0;
+  /** When the first text arrived: the first post waits firstPostDelayMs from here. */
+  private firstTextAt: number | null = null;
   private finished = false;
 
   constructor(
@@ -53,6 +62,7 @@ export class ThrottledEditor {
     if (this.finished) throw new Error("ThrottledEditor: push after finish");
     if (delta === "") return;
     this.text += delta;
+    this.firstTextAt ??= Date.now();
     this.schedule();
   }
 
@@ -60,6 +70,7 @@ export class ThrottledEditor {
   set(text: string): void {
     if (this.finished) throw new Error("ThrottledEditor: set after finish");
     this.text = text;
+    if (text !== "") this.firstTextAt ??= Date.now();
     this.schedule();
   }
 
@@ -95,8 +106,9 @@ export class ThrottledEditor {
 
   private schedule(): void {
     if (this.finished || this.timer || this.inFlight) return;
-    const earliest = Math.max(this.lastSendAt + this.options.intervalMs, this.notBefore);
-    // The first text goes out at once; after that (and after a failed attempt) wait the interval.
+    const firstPostAt = this.messageId === null && this.firstTextAt !== null ? this.firstTextAt + (this.options.firstPostDelayMs ?? 0) : 0;
+    const earliest = Math.max(this.lastSendAt + this.options.intervalMs, this.notBefore, firstPostAt);
+    // The first text goes out after firstPostDelayMs; after that (and after a failed attempt) wait the interval.
     const wait = Math.max(0, earliest - Date.now());
     this.timer = setTimeout(() => {
       this.timer = null;

@@ -11,5 +11,7 @@ export function createSlackStreamingReply(
   target: Record<string, unknown>,
   options: Partial<ThrottledEditorOptions> = {},
 ): ThrottledEditor {
-  return createStreamingReply(adapter, target, { intervalMs: SLACK_STREAM_EDIT_INTERVAL_MS, ...options });
+  // The first post waits as long as an edit would: a reply done by then is posted once, final,
+  // by its delivery (one chat.postMessage instead of a post and a chat.update).
+  return createStreamingReply(adapter, target, { intervalMs: SLACK_STREAM_EDIT_INTERVAL_MS, firstPostDelayMs: SLACK_STREAM_EDIT_INTERVAL_MS, ...options });
 }

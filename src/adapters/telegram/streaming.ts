@@ -22,6 +22,8 @@ export function createTelegramStreamingReply(
 ): ReplyStream {
   const editor = createStreamingReply(adapter, target, {
     intervalMs: TELEGRAM_STREAM_EDIT_INTERVAL_MS,
+    // A reply done before its first edit would go out is posted once, final, by its delivery.
+    firstPostDelayMs: TELEGRAM_STREAM_EDIT_INTERVAL_MS,
     maxPreviewLength: TELEGRAM_MAX_TEXT,
     ...options,
   });

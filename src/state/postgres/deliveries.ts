@@ -17,12 +17,13 @@ const INSERT_ALL = `
   RETURNING id`;
 
 const SELECT_BY_ID = `SELECT ${COLUMNS} FROM deliveries WHERE id = $1`;
-// SET expressions see the row as it was before the update: one already 'sending' becomes a possible duplicate.
+// SET expressions see the row as it was before the update: one already 'sending' becomes a possible
+// duplicate. A 'sending' row is taken only once its claim is $3 seconds old.
 const CLAIM = `
   UPDATE deliveries
      SET possible_duplicate = (possible_duplicate OR status = 'sending'),
          status = 'sending', attempts = attempts + 1, updated_at = ${clockSql(2)}
-   WHERE id = $1 AND status IN ('pending', 'sending')
+   WHERE id = $1 AND (status = 'pending' OR (status = 'sending' AND updated_at <= ${clockSql(2)} - $3::float8))
   RETURNING ${COLUMNS}`;
 const MARK_SENT = `UPDATE deliveries SET status = 'sent', platform_message_id = $2, updated_at = ${clockSql(3)} WHERE id = $1`;
 // A row already sent stays sent: a late failure report must not resend it.
@@ -60,8 +61,8 @@ export class PgDeliverySql {
     return row ? toDeliveryRow(row) : null;
   }
 
-  async claimForSend(db: Queryable, id: number, now: number | null): Promise<DeliveryRow | null> {
-    const row = (await db.query<StoredDeliveryRow>(CLAIM, [id, now])).rows[0];
+  async claimForSend(db: Queryable, id: number, now: number | null, reclaimAfterSeconds: number): Promise<DeliveryRow | null> {
+    const row = (await db.query<StoredDeliveryRow>(CLAIM, [id, now, reclaimAfterSeconds])).rows[0];
     return row ? toDeliveryRow(row) : null;
   }
 

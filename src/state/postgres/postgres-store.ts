@@ -16,6 +16,7 @@ import type {
   CreateSessionInput,
   DeliveryInsert,
   DeliveryReceipt,
+  ClaimDeliveryOptions,
   DeliveryRow,
   FlushResult,
   InboxInsert,
@@ -453,8 +454,8 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.deliveries.get(db, id));
   }
 
-  async claimDelivery(id: number): Promise<DeliveryRow | null> {
-    return this.run((db) => this.deliveries.claimForSend(db, id, this.now()));
+  async claimDelivery(id: number, options: ClaimDeliveryOptions = {}): Promise<DeliveryRow | null> {
+    return this.run((db) => this.deliveries.claimForSend(db, id, this.now(), options.reclaimAfterSeconds ?? 0));
   }
 
   async markDeliverySent(id: number, platformMessageId: string | null): Promise<void> {
