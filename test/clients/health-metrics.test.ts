@@ -24,10 +24,16 @@ describe("health and metrics", () => {
     await gw.gateway.ingress.accept(inbound("metrics", "count me", { platformMessageId: "dup-1" }));
     await gw.gateway.ingress.accept(inbound("metrics", "count me", { platformMessageId: "dup-1" }));
     await gw.gateway.ingress.waitForOutcome(first.inboxId, 20_000);
-    const res = await fetch(`${gw.gateway.url}/metrics`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toContain("text/plain");
-    const text = await res.text();
+    // The outcome is readable once the turn's flush commits; the worker counts the turn just after.
+    const turnCounted = /switchboard_turns_total\{platform="test",outcome="completed"\} [1-9]/;
+    let text = "";
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline && !turnCounted.test(text); ) {
+      const res = await fetch(`${gw.gateway.url}/metrics`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toContain("text/plain");
+      text = await res.text();
+      if (!turnCounted.test(text)) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     expect(text).toMatch(/switchboard_inbound_messages_total\{platform="test",result="accepted"\} [2-9]/);
     expect(text).toMatch(/switchboard_inbound_messages_total\{platform="test",result="duplicate"\} 1/);
     expect(text).toMatch(/switchboard_turns_total\{platform="test",outcome="completed"\} [1-9]/);
