@@ -12,6 +12,8 @@ export interface HealthDeps {
   queues: GatewayQueues;
   metrics: GatewayMetrics;
   workersEnabled: boolean;
+  /** When the workers run in a thread of this process: its state (running, restarts, thread id). */
+  workersThread?: () => object;
   version: string;
   /** MCP tool servers of this process (null when it runs no workers, so no tools). */
   mcp: (() => Record<string, McpServerStatus>) | null;
@@ -37,6 +39,7 @@ export function healthRouter(deps: HealthDeps): Router {
       redis,
       db,
       workers: deps.workersEnabled,
+      ...(deps.workersThread ? { workers_thread: deps.workersThread() } : {}),
       inbox,
       // Informational: a failed tool server does not make the gateway unhealthy.
       ...(deps.mcp ? { mcp: deps.mcp() } : {}),

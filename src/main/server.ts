@@ -18,6 +18,8 @@ import { hostAllowed, originAllowed, type BrowserRules } from "../clients/browse
 import { clientAddress } from "../clients/forwarded.js";
 import { adminRouter } from "../clients/admin.js";
 import type { GatewayConfig } from "./config.js";
+import { observeLeases, type LeaseObserver } from "./lease-observer.js";
+import type { WorkersThreadStatus } from "./workers-thread-protocol.js";
 import { DeliveryDispatcher, DeliveryWorkers } from "../gateway/delivery-worker.js";
 import { startEmbeddedRedis, type EmbeddedRedis } from "../bus/embedded-redis.js";
 import { EventBus } from "../bus/event-bus.js";
@@ -58,6 +60,10 @@ export interface GatewayOptions {
   logger?: Logger;
   /** A model provider to use instead of the configured one (tests, embedding). */
   provider?: ModelProvider;
+  /** Told of every turn lease the workers try to take and give back (the workers thread's supervisor). */
+  leaseObserver?: LeaseObserver;
+  /** HTTP only, with this process's workers in a thread of their own: what /health says about them. */
+  workersThread?: () => WorkersThreadStatus;
 }
 
 export interface GatewayHandle {
@@ -168,7 +174,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
       const provider = options.provider ?? createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
       const turnWorkers = new TurnWorkers({
-        config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
+        config, store: options.leaseObserver ? observeLeases(store, options.leaseObserver) : store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
         enqueue: (sessionId, inboxId) => ingress.enqueue(sessionId, inboxId),
@@ -212,7 +218,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         apiKey: config.apiKey,
         keyCheck,
         browser,
-        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
+        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers || options.workersThread !== undefined, workersThread: options.workersThread, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
         publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
         protectedRoutes: [
           createApiServerRouter({ ingress, events, store, config, logger }),
