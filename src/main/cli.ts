@@ -53,6 +53,8 @@ export async function main(argv: string[]): Promise<number> {
     if (http && workers && config.workersLayout === "thread") {
       const threaded = await startThreadedGateway(config, logger);
       gateway = { url: threaded.gateway.url, stop: () => threaded.stop() };
+      // A recovery drill: the workers thread is cut off as if it crashed, then restarted.
+      process.on("SIGUSR2", () => threaded.workers.crash());
     } else {
       gateway = await startGateway(config, { http, workers, logger });
     }

@@ -60,6 +60,13 @@ export class WorkersThreadSupervisor {
     return { running: this.running, thread_id: this.running ? (this.worker?.threadId ?? null) : null, restarts: this.restarts };
   }
 
+  /** Terminates the thread at once, mid-turn, as a crash would: it is restarted and its turns redone (SIGUSR2). */
+  crash(): void {
+    if (this.stopping || !this.worker) return;
+    this.deps.logger.warn({ threadId: this.worker.threadId }, "terminating the workers thread (SIGUSR2)");
+    void this.worker.terminate();
+  }
+
   /** Asks the thread to stop (running turns get SHUTDOWN_TIMEOUT_MS); terminates it after `deadlineMs`. */
   async stop(deadlineMs: number): Promise<void> {
     this.stopping = true;
