@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { adapterConfigSections } from "../adapters/index.js";
+import { adapterConfigSections } from "../adapters/config-sections.js";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
 import { mcpConfigSection } from "../gateway/mcp/config.js";
 import {
