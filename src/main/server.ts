@@ -49,6 +49,12 @@ export interface GatewayOptions {
   provider?: ModelProvider;
   /** Told of every turn lease the workers try to take and give back (the workers thread's supervisor). */
   leaseObserver?: LeaseObserver;
+  /**
+   * SQLite: checkpoint the WAL from a thread of its own (default) rather than inside commits. The
+   * workers thread of `serve` says no: the main thread's checkpointer already checkpoints the
+   * file, and a checkpoint inside one of the workers' commits holds the workers' loop, not the acks'.
+   */
+  backgroundCheckpoints?: boolean;
   /** HTTP only, with this process's workers in a thread of their own: what /health says about them. */
   workersThread?: () => WorkersThreadStatus;
 }
@@ -121,7 +127,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const notifier = new RedisLeaseNotifier(redis, subscriber, keys.leaseReleased);
     cleanups.push(() => notifier.close());
     // SQLite: WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
-    const store = await openStore(config, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS, onModeTightened: tightened });
+    const store = await openStore(config, {
+      notifier,
+      backgroundCheckpointMs: options.backgroundCheckpoints === false ? undefined : WAL_CHECKPOINT_INTERVAL_MS,
+      onModeTightened: tightened,
+    });
     cleanups.push(() => store.close());
     logger.info({ store: describeStore(config) }, "session store open");
 

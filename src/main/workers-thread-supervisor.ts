@@ -17,6 +17,12 @@ const MAX_RESTART_DELAY_MS = 30_000;
 /** A thread that ran this long resets the backoff. */
 const HEALTHY_AFTER_MS = 60_000;
 const ENQUEUE_TIMEOUT_MS = 2_000;
+/**
+ * The thread's young generation (V8 sizes it about three semi-spaces). Left alone it grows to
+ * 48 MB under load, as the main thread's does: two of those were a large part of what the
+ * thread layout added to the process's memory under the Slack benchmark (bench/README.md).
+ */
+const THREAD_YOUNG_GENERATION_MB = 16;
 
 const RUNNING_SOURCES = import.meta.url.endsWith(".ts");
 const ENTRY = new URL(RUNNING_SOURCES ? "./workers-thread.ts" : "./workers-thread.js", import.meta.url);
@@ -92,7 +98,12 @@ export class WorkersThreadSupervisor {
   private spawn(restart: boolean): Promise<void> {
     const data: WorkersThreadData = { redisUrl: this.deps.redisUrl };
     const script = threadScript();
-    const worker = new Worker(script.entry, { eval: script.eval, workerData: data, name: "switchboard-workers" });
+    const worker = new Worker(script.entry, {
+      eval: script.eval,
+      workerData: data,
+      name: "switchboard-workers",
+      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
+    });
     this.worker = worker;
     const startedAt = Date.now();
     let ready = false;

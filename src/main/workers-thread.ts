@@ -19,6 +19,7 @@ const gateway = await startGateway(config, {
   http: false,
   workers: true,
   logger,
+  backgroundCheckpoints: false,
   leaseObserver: {
     acquiring: (sessionId, holder) => post({ type: "lease", op: "acquiring", sessionId, holder }),
     released: (sessionId, holder) => post({ type: "lease", op: "released", sessionId, holder }),
