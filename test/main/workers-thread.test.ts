@@ -74,11 +74,33 @@ describe("serve with its workers in a thread", () => {
     await waitFor(async () => (await store.inboxCounts()).done === 2, 30_000, "the next message answered", 50);
     expect(await transcriptProblems(store, result.sessionId, [text, "after the crash"])).toEqual([]);
 
+    // SIGTERM mid-turn: the thread's turn finishes within SHUTDOWN_TIMEOUT_MS (10 s), then both exit 0.
+    const last = await ingress.accept(inbound("thread-crash", "stopping one two three four five"));
+    expect(last.status).toBe("accepted");
+    await waitFor(() => store.getSessionTurnLease(result.sessionId), 30_000, "the last turn to start", 5);
     const code = await serve.stop("SIGTERM");
     expect(code, serve.output()).toBe(0);
     expect(serve.output()).not.toMatch(/shutdown failed|deadline passed|did not stop in time/);
     expect(await store.getSessionTurnLease(result.sessionId)).toBeNull();
-  }, 120_000);
+    expect(await transcriptProblems(store, result.sessionId, [text, "after the crash", "stopping one two three four five"])).toEqual([]);
+  }, 150_000);
+
+  it("interrupts a thread's turn that outlives SHUTDOWN_TIMEOUT_MS on SIGTERM, and exits 0", async () => {
+    const slow = await spawnGatewayProcess(["serve"], { ...db.env, ECHO_CHUNK_DELAY_MS: "400", SHUTDOWN_TIMEOUT_MS: "500" }, 60_000);
+    try {
+      const words = Array.from({ length: 30 }, (_, i) => `w${i}`).join(" ");
+      const accepted = await db.gateway.ingress.accept(inbound("thread-slow", words));
+      if (accepted.status !== "accepted") throw new Error("not accepted");
+      await waitFor(() => db.gateway.store.getSessionTurnLease(accepted.sessionId), 30_000, "the turn to start", 5);
+      const started = Date.now();
+      expect(await slow.stop("SIGTERM"), slow.output()).toBe(0);
+      expect(Date.now() - started).toBeLessThan(8_000);
+      expect((await db.gateway.store.getInboxRow(accepted.inboxId))?.status).toBe("interrupted");
+      expect(await db.gateway.store.getSessionTurnLease(accepted.sessionId)).toBeNull();
+    } finally {
+      await slow.stop("SIGKILL");
+    }
+  }, 90_000);
 
   it("keeps the one-loop layout with WORKERS_LAYOUT=inline", async () => {
     const inline = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_LAYOUT: "inline" }, 60_000);
