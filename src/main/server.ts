@@ -57,6 +57,8 @@ export interface GatewayOptions {
   backgroundCheckpoints?: boolean;
   /** HTTP only, with this process's workers in a thread of their own: what /health says about them. */
   workersThread?: () => WorkersThreadStatus;
+  /** HTTP only: metrics of this process's workers thread, summed into /metrics with the main thread's. */
+  workersMetrics?: () => Promise<object[]>;
 }
 
 export interface GatewayHandle {
@@ -225,7 +227,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         apiKey: config.apiKey,
         keyCheck,
         browser,
-        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers || options.workersThread !== undefined, workersThread: options.workersThread, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
+        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers || options.workersThread !== undefined, workersThread: options.workersThread, moreMetrics: options.workersMetrics, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
         publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
         protectedRoutes: [
           createApiServerRouter({ ingress, events, store, config, logger }),

@@ -7,6 +7,8 @@ import { WorkersThreadSupervisor } from "./workers-thread-supervisor.js";
 
 /** Time the workers thread gets beyond SHUTDOWN_TIMEOUT_MS to interrupt turns and close before it is terminated. */
 const THREAD_STOP_GRACE_MS = 5_000;
+/** How long /metrics waits for the workers thread's figures before answering without them. */
+const WORKERS_METRICS_TIMEOUT_MS = 1_000;
 
 export interface ThreadedGateway {
   gateway: GatewayHandle;
@@ -21,6 +23,7 @@ export async function startThreadedGateway(config: GatewayConfig, logger: Logger
     workers: false,
     logger,
     workersThread: () => workers?.status() ?? { running: false, thread_id: null, restarts: 0 },
+    workersMetrics: () => workers?.metrics(WORKERS_METRICS_TIMEOUT_MS) ?? Promise.resolve([]),
   });
   const supervisor = new WorkersThreadSupervisor({ redisUrl: gateway.redisUrl, store: gateway.store, queues: gateway.queues, logger });
   workers = supervisor;

@@ -9,10 +9,14 @@ export interface WorkersThreadData {
 /** Thread -> main. */
 export type FromWorkersThread =
   | { type: "ready" }
-  | { type: "lease"; op: "acquiring" | "released"; sessionId: string; holder: string };
+  | { type: "lease"; op: "acquiring" | "released"; sessionId: string; holder: string }
+  | { type: "metrics"; id: number; metrics: object[] };
 
-/** Main -> thread: finish running turns (SHUTDOWN_TIMEOUT_MS), release leases, close, exit. */
-export type ToWorkersThread = { type: "stop" };
+/**
+ * Main -> thread. stop: finish running turns (SHUTDOWN_TIMEOUT_MS), release leases, close, exit.
+ * metrics: answer with the thread's registry as `getMetricsAsJSON()` gives it.
+ */
+export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number };
 
 /** What /health reports about the workers thread. */
 export interface WorkersThreadStatus {

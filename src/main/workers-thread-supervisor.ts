@@ -52,6 +52,8 @@ export class WorkersThreadSupervisor {
   private deathsInRow = 0;
   private stopping = false;
   private restartTimer: NodeJS.Timeout | null = null;
+  private metricsRequests = 0;
+  private readonly metricsWaiters = new Map<number, (metrics: object[]) => void>();
   /** Leases the thread holds or is trying to take: holder -> session id. */
   private readonly leases = new Map<string, string>();
 
@@ -64,6 +66,23 @@ export class WorkersThreadSupervisor {
 
   status(): WorkersThreadStatus {
     return { running: this.running, thread_id: this.running ? (this.worker?.threadId ?? null) : null, restarts: this.restarts };
+  }
+
+  /** The thread's metrics (getMetricsAsJSON); none when it is down or does not answer within `timeoutMs`. */
+  metrics(timeoutMs: number): Promise<object[]> {
+    const worker = this.worker;
+    if (!worker || !this.running) return Promise.resolve([]);
+    const id = ++this.metricsRequests;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done([]), timeoutMs);
+      const done = (metrics: object[]): void => {
+        clearTimeout(timer);
+        this.metricsWaiters.delete(id);
+        resolve(metrics);
+      };
+      this.metricsWaiters.set(id, done);
+      worker.postMessage({ type: "metrics", id } satisfies ToWorkersThread);
+    });
   }
 
   /** Terminates the thread at once, mid-turn, as a crash would: it is restarted and its turns redone (SIGUSR2). */
@@ -114,6 +133,8 @@ export class WorkersThreadSupervisor {
           this.running = true;
           this.deps.logger.info({ threadId: worker.threadId, restart }, "workers thread ready");
           resolve();
+        } else if (message.type === "metrics") {
+          this.metricsWaiters.get(message.id)?.(message.metrics);
         } else if (message.op === "acquiring") {
           this.leases.set(message.holder, message.sessionId);
         } else {

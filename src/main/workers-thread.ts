@@ -5,6 +5,7 @@
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { createLogger } from "../gateway/logger.js";
 import { loadConfig } from "./config.js";
+import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
 import { startGateway } from "./server.js";
 import type { FromWorkersThread, ToWorkersThread, WorkersThreadData } from "./workers-thread-protocol.js";
 
@@ -26,7 +27,13 @@ const gateway = await startGateway(config, {
   },
 });
 port.on("message", (message: ToWorkersThread) => {
-  if (message.type !== "stop") return;
+  if (message.type === "metrics") {
+    // The process's own figures (CPU, memory, handles) are the main thread's to report.
+    void gateway.metrics.registry.getMetricsAsJSON().then((metrics) =>
+      post({ type: "metrics", id: message.id, metrics: metrics.filter((m) => !m.name.startsWith(PROCESS_METRICS_PREFIX)) }),
+    );
+    return;
+  }
   gateway.stop().then(
     () => process.exit(0),
     (err: Error) => {

@@ -74,6 +74,11 @@ describe("serve with its workers in a thread", () => {
     await waitFor(async () => (await store.inboxCounts()).done === 2, 30_000, "the next message answered", 50);
     expect(await transcriptProblems(store, result.sessionId, [text, "after the crash"])).toEqual([]);
 
+    // /metrics sums the thread's registry into the main thread's: the turns are counted there.
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toMatch(/^switchboard_turns_total\{platform="test",outcome="completed"\} [1-9]/m);
+    expect(metrics.match(/^# TYPE switchboard_turns_total /gm)).toHaveLength(1);
+
     // SIGTERM mid-turn: the thread's turn finishes within SHUTDOWN_TIMEOUT_MS (10 s), then both exit 0.
     const last = await ingress.accept(inbound("thread-crash", "stopping one two three four five"));
     expect(last.status).toBe("accepted");
