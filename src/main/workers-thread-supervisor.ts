@@ -18,9 +18,9 @@ const MAX_RESTART_DELAY_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
 const ENQUEUE_TIMEOUT_MS = 2_000;
 /**
- * The thread's young generation (V8 sizes it about three semi-spaces). Left alone it grows to
- * 48 MB under load, as the main thread's does: two of those were a large part of what the
- * thread layout added to the process's memory under the Slack benchmark (bench/README.md).
+ * The thread's young generation. Left alone its new space grows to 32 MB under load, as the main
+ * thread's does; at 16 MB the process's peak RSS under the Slack benchmark fell by about 19 MB
+ * (bench/README.md, "Memory under the Slack load").
  */
 const THREAD_YOUNG_GENERATION_MB = 16;
 
