@@ -1,5 +1,6 @@
 // GET /health (Redis and database state) and GET /metrics (Prometheus text).
 import { Router } from "express";
+import { AggregatorRegistry } from "prom-client";
 import type { Redis } from "ioredis";
 import type { SessionStore } from "../state/types.js";
 import type { GatewayMetrics } from "../gateway/metrics.js";
@@ -12,6 +13,10 @@ export interface HealthDeps {
   queues: GatewayQueues;
   metrics: GatewayMetrics;
   workersEnabled: boolean;
+  /** Metrics of another registry of this process (`getMetricsAsJSON()`: the workers thread's), summed with ours. */
+  moreMetrics?: () => Promise<object[]>;
+  /** When the workers run in a thread of this process: its state (running, restarts, thread id). */
+  workersThread?: () => object;
   version: string;
   /** MCP tool servers of this process (null when it runs no workers, so no tools). */
   mcp: (() => Record<string, McpServerStatus>) | null;
@@ -37,6 +42,7 @@ export function healthRouter(deps: HealthDeps): Router {
       redis,
       db,
       workers: deps.workersEnabled,
+      ...(deps.workersThread ? { workers_thread: deps.workersThread() } : {}),
       inbox,
       // Informational: a failed tool server does not make the gateway unhealthy.
       ...(deps.mcp ? { mcp: deps.mcp() } : {}),
@@ -56,7 +62,12 @@ export function healthRouter(deps: HealthDeps): Router {
       // Redis down: the gauges keep their last values; /health says why.
     }
     res.setHeader("Content-Type", deps.metrics.registry.contentType);
-    res.send(await deps.metrics.registry.metrics());
+    if (!deps.moreMetrics) {
+      res.send(await deps.metrics.registry.metrics());
+      return;
+    }
+    const [ours, more] = await Promise.all([deps.metrics.registry.getMetricsAsJSON(), deps.moreMetrics()]);
+    res.send(await AggregatorRegistry.aggregate(more.length ? [ours, more] : [ours]).metrics());
   });
   return router;
 }

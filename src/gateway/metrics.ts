@@ -15,9 +15,12 @@ export interface GatewayMetrics {
   runningTurns: Gauge;
 }
 
+/** The prefix of the process's default metrics (CPU, memory, event loop, handles). */
+export const PROCESS_METRICS_PREFIX = "switchboard_process_";
+
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "switchboard_process_" });
+  collectDefaultMetrics({ register: registry, prefix: PROCESS_METRICS_PREFIX });
   return {
     registry,
     inbound: new Counter({ name: "switchboard_inbound_messages_total", help: "Inbound messages by result (accepted, duplicate, rejected)", labelNames: ["platform", "result"], registers: [registry] }),

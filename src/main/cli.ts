@@ -4,11 +4,13 @@ import { RedisBinaryMissingError } from "../bus/embedded-redis.js";
 import { createLogger } from "../gateway/logger.js";
 import { MIGRATE_STORE_USAGE, runMigrateStore } from "./migrate-store-command.js";
 import { startGateway, VERSION } from "./server.js";
+import { startThreadedGateway } from "./threaded-serve.js";
 
 const USAGE = `switchboard ${VERSION}
 
 Usage:
-  switchboard serve [--no-workers]   HTTP + WebSocket ingress and workers (default)
+  switchboard serve [--no-workers]   HTTP + WebSocket ingress and workers (default; the workers
+                                     in a thread of their own, or inline with WORKERS_LAYOUT=inline)
   switchboard worker                 workers only
   switchboard migrate-store …        copy an SQLite store into PostgreSQL (see below)
   switchboard --help
@@ -44,9 +46,18 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  let gateway;
+  const http = command === "serve";
+  const workers = command === "worker" || !flags.includes("--no-workers");
+  let gateway: { url: string | null; stop(): Promise<void> };
   try {
-    gateway = await startGateway(config, { http: command === "serve", workers: command === "worker" || !flags.includes("--no-workers"), logger });
+    if (http && workers && config.workersLayout === "thread") {
+      const threaded = await startThreadedGateway(config, logger);
+      gateway = { url: threaded.gateway.url, stop: () => threaded.stop() };
+      // A recovery drill: the workers thread is cut off as if it crashed, then restarted.
+      process.on("SIGUSR2", () => threaded.workers.crash());
+    } else {
+      gateway = await startGateway(config, { http, workers, logger });
+    }
   } catch (err) {
     if (err instanceof RedisBinaryMissingError) {
       logger.fatal(err.message);

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { adapterConfigSections } from "../adapters/index.js";
+import { adapterConfigSections } from "../adapters/config-sections.js";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
 import { mcpConfigSection } from "../gateway/mcp/config.js";
 import {
@@ -22,6 +22,11 @@ import { DEFAULT_MEDIA_SETTINGS } from "../gateway/media.js";
 export { ConfigError };
 
 const busyMode = z.enum(BUSY_MODES);
+
+/** Where `switchboard serve` runs its turn and delivery workers: a thread of their own, or the HTTP event loop. */
+export const WORKERS_LAYOUTS = ["thread", "inline"] as const;
+export type WorkersLayout = (typeof WORKERS_LAYOUTS)[number];
+const workersLayout = z.enum(WORKERS_LAYOUTS);
 
 /** A key this short can be guessed; refused when the gateway listens beyond loopback. */
 export const MIN_API_KEY_CHARS = 16;
@@ -67,6 +72,7 @@ const fileSchema = z.object({
   trust_proxy: intFrom(0, 32).optional(),
   redis_url: z.string().optional(),
   worker_concurrency: intFrom(1, 1024).optional(),
+  workers_layout: workersLayout.optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
   llm: z.object({ base_url: z.string().url().optional(), api_key: z.string().optional(), model: z.string().optional() }).strict().optional(),
   echo_chunk_delay_ms: intFrom(0, 60_000).optional(),
@@ -123,6 +129,8 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   /** Proxies in front whose `X-Forwarded-*` headers are believed (TRUST_PROXY); 0: none. */
   trustProxy: number;
   redisUrl: string | null;
+  /** `serve` with workers: `thread` runs them in a worker thread (acks never wait behind turns), `inline` on the HTTP event loop. */
+  workersLayout: WorkersLayout;
   logLevel: string;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number; maxConnections: number; maxConnectionsPerIp: number };
 }
@@ -170,6 +178,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     trustProxy: envValue(env, "TRUST_PROXY", trustProxy) ?? file.trust_proxy ?? 0,
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
+    workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
     llm: {
       baseUrl: envValue(env, "LLM_BASE_URL", url) ?? file.llm?.base_url ?? null,

@@ -5,23 +5,17 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { createProvider } from "../agent/providers/index.js";
 import type { ModelProvider } from "../agent/types.js";
 import { describeStore, ensurePrivateDir, openStore, type OnTightened, type SessionStore } from "../state/index.js";
-import { createAdapters, THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/index.js";
-import { createApiServerRouter } from "../clients/openai/index.js";
-import { acceptSend } from "../clients/ws/index.js";
-import { consoleRouter } from "../clients/console.js";
-import { buildApp } from "./app.js";
-import { ApiKeyCheck } from "../clients/auth.js";
-import { hostAllowed, originAllowed, type BrowserRules } from "../clients/browser-rules.js";
-import { clientAddress } from "../clients/forwarded.js";
-import { adminRouter } from "../clients/admin.js";
+import { loadAdapters } from "../adapters/load-adapters.js";
+import { THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/thread-keys.js";
+import type { BrowserRules } from "../clients/browser-rules.js";
 import type { GatewayConfig } from "./config.js";
-import { DeliveryDispatcher, DeliveryWorkers } from "../gateway/delivery-worker.js";
+import { observeLeases, type LeaseObserver } from "./lease-observer.js";
+import type { WorkersThreadStatus } from "./workers-thread-protocol.js";
+import { DeliveryDispatcher } from "../gateway/delivery-worker.js";
 import { startEmbeddedRedis, type EmbeddedRedis } from "../bus/embedded-redis.js";
 import { EventBus } from "../bus/event-bus.js";
-import { healthRouter } from "../clients/health.js";
 import { Ingress } from "../gateway/ingress.js";
 import { MediaError } from "../gateway/media.js";
 import { InterruptBus } from "../bus/interrupt-bus.js";
@@ -29,19 +23,14 @@ import { RedisKeys } from "../bus/keys.js";
 import { createLogger } from "../gateway/logger.js";
 import { createMetrics, type GatewayMetrics } from "../gateway/metrics.js";
 import { addHandOnWakeUp, createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
-import { Reconciler } from "../gateway/reconciler.js";
 import { RedisLeaseNotifier } from "../bus/lease-notifier.js";
 import { redisOptionsFromUrl } from "../bus/redis-url.js";
-import { sessionsRouter } from "../clients/sessions-api.js";
 import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { RedisSingletonLocks } from "../bus/singleton-lock.js";
-import { TurnRecovery } from "../gateway/turn-recovery.js";
-import { TurnWorkers } from "../gateway/turn-worker.js";
 import type { McpServers } from "../gateway/mcp/index.js";
-import { ToolCatalog } from "../gateway/tool-catalog.js";
 import type { PlatformAdapter } from "../gateway/types.js";
-import { attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
+import type { WebSocketHub } from "../clients/ws/index.js";
 
 export const VERSION = "0.1.0";
 
@@ -58,6 +47,18 @@ export interface GatewayOptions {
   logger?: Logger;
   /** A model provider to use instead of the configured one (tests, embedding). */
   provider?: ModelProvider;
+  /** Told of every turn lease the workers try to take and give back (the workers thread's supervisor). */
+  leaseObserver?: LeaseObserver;
+  /**
+   * SQLite: checkpoint the WAL from a thread of its own (default) rather than inside commits. The
+   * workers thread of `serve` says no: the main thread's checkpointer already checkpoints the
+   * file, and a checkpoint inside one of the workers' commits holds the workers' loop, not the acks'.
+   */
+  backgroundCheckpoints?: boolean;
+  /** HTTP only, with this process's workers in a thread of their own: what /health says about them. */
+  workersThread?: () => WorkersThreadStatus;
+  /** HTTP only: metrics of this process's workers thread, summed into /metrics with the main thread's. */
+  workersMetrics?: () => Promise<object[]>;
 }
 
 export interface GatewayHandle {
@@ -128,7 +129,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const notifier = new RedisLeaseNotifier(redis, subscriber, keys.leaseReleased);
     cleanups.push(() => notifier.close());
     // SQLite: WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
-    const store = await openStore(config, { notifier, backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS, onModeTightened: tightened });
+    const store = await openStore(config, {
+      notifier,
+      backgroundCheckpointMs: options.backgroundCheckpoints === false ? undefined : WAL_CHECKPOINT_INTERVAL_MS,
+      onModeTightened: tightened,
+    });
     cleanups.push(() => store.close());
     logger.info({ store: describeStore(config) }, "session store open");
 
@@ -150,7 +155,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     cleanups.push(() => threads.close());
     const rateLimits = await SharedRateLimits.start({ redis, subscriber, channel: keys.rateLimitsChannel, logger });
     cleanups.push(() => rateLimits.close());
-    const adapterList: PlatformAdapter[] = createAdapters(config, {
+    const adapterList: PlatformAdapter[] = await loadAdapters(config, {
       logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits, locks: new RedisSingletonLocks(redis, prefix),
     });
     const adapters = new Map(adapterList.map((a) => [a.platform, a]));
@@ -164,11 +169,16 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
 
     let mcp: McpServers | null = null;
     if (options.workers) {
+      // Loaded only by a process (or thread) that runs workers: the HTTP side never needs them.
+      const [{ createProvider }, { TurnWorkers }, { DeliveryWorkers }, { Reconciler }, { TurnRecovery }, { ToolCatalog }] = await Promise.all([
+        import("../agent/providers/index.js"), import("../gateway/turn-worker.js"), import("../gateway/delivery-worker.js"),
+        import("../gateway/reconciler.js"), import("../gateway/turn-recovery.js"), import("../gateway/tool-catalog.js"),
+      ]);
       // Tools run in the turn workers, so the processes that run workers start the MCP servers.
       if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
       const provider = options.provider ?? createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
       const turnWorkers = new TurnWorkers({
-        config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
+        config, store: options.leaseObserver ? observeLeases(store, options.leaseObserver) : store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
         wakeAgain: (conversationId, inboxId) => addHandOnWakeUp(queues, conversationId, inboxId),
@@ -205,6 +215,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     let hub: WebSocketHub | null = null;
     let port: number | null = null;
     if (options.http) {
+      // Loaded only by a process (or thread) that serves HTTP: the workers thread never needs them.
+      const [{ buildApp }, { ApiKeyCheck }, { hostAllowed, originAllowed }, { clientAddress }, { healthRouter }, { createApiServerRouter }, { sessionsRouter }, { adminRouter }, { consoleRouter }, { attachWebSocketHub, acceptSend }] = await Promise.all([
+        import("./app.js"), import("../clients/auth.js"), import("../clients/browser-rules.js"), import("../clients/forwarded.js"), import("../clients/health.js"),
+        import("../clients/openai/index.js"), import("../clients/sessions-api.js"), import("../clients/admin.js"), import("../clients/console.js"), import("../clients/ws/index.js"),
+      ]);
       const browser: BrowserRules = { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, trustProxyHops: config.trustProxy };
       // One count of wrong keys for HTTP and /ws.
       const keyCheck = new ApiKeyCheck(config.apiKey);
@@ -213,7 +228,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         apiKey: config.apiKey,
         keyCheck,
         browser,
-        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
+        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers || options.workersThread !== undefined, workersThread: options.workersThread, moreMetrics: options.workersMetrics, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
         publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
         protectedRoutes: [
           createApiServerRouter({ ingress, events, store, config, logger }),

@@ -25,6 +25,12 @@ describe("configuration", () => {
     });
   });
 
+  it("runs serve's workers in a thread unless WORKERS_LAYOUT says inline", () => {
+    expect(loadConfig({}).workersLayout).toBe("thread");
+    expect(loadConfig({ WORKERS_LAYOUT: "inline" }).workersLayout).toBe("inline");
+    expect(() => loadConfig({ WORKERS_LAYOUT: "process" })).toThrow(/^WORKERS_LAYOUT: /);
+  });
+
   it("names the bad environment variable", () => {
     expect(() => loadConfig({ PORT: "eighty" })).toThrow(/^PORT: /);
     expect(() => loadConfig({ WORKER_CONCURRENCY: "0" })).toThrow(/WORKER_CONCURRENCY/);

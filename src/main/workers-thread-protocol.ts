@@ -1,0 +1,29 @@
+// What the main thread of `switchboard serve` and its workers thread say to each other.
+
+/** Given to the thread at its start. */
+export interface WorkersThreadData {
+  /** The Redis the main thread uses (its private redis-server's socket when REDIS_URL is unset). */
+  redisUrl: string;
+}
+
+/** Thread -> main. */
+export type FromWorkersThread =
+  | { type: "ready" }
+  | { type: "lease"; op: "acquiring" | "released"; sessionId: string; holder: string }
+  | { type: "metrics"; id: number; metrics: object[] };
+
+/**
+ * Main -> thread. stop: finish running turns (SHUTDOWN_TIMEOUT_MS), release leases, close, exit.
+ * metrics: answer with the thread's registry as `getMetricsAsJSON()` gives it.
+ */
+export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number };
+
+/** What /health reports about the workers thread. */
+export interface WorkersThreadStatus {
+  /** A thread is up and its workers run. */
+  running: boolean;
+  /** The running thread's id (`worker_threads` threadId); null between two threads. */
+  thread_id: number | null;
+  /** Times the thread died and was started again. */
+  restarts: number;
+}

@@ -1,0 +1,46 @@
+// The workers thread of `switchboard serve`: turn and delivery workers (and the platform
+// connections, reconciler and turn recovery that go with them) on an event loop of their own, so
+// the HTTP ingress on the main thread never waits behind a turn. The same wiring as
+// `switchboard worker`, in a thread instead of a process.
+import { parentPort, threadId, workerData } from "node:worker_threads";
+import { createLogger } from "../gateway/logger.js";
+import { loadConfig } from "./config.js";
+import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
+import { startGateway } from "./server.js";
+import type { FromWorkersThread, ToWorkersThread, WorkersThreadData } from "./workers-thread-protocol.js";
+
+const port = parentPort;
+if (!port) throw new Error("workers-thread.ts runs as a worker thread of switchboard serve");
+const { redisUrl } = workerData as WorkersThreadData;
+const post = (message: FromWorkersThread): void => port.postMessage(message);
+
+const config = loadConfig(process.env, { redisUrl });
+const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });
+const gateway = await startGateway(config, {
+  http: false,
+  workers: true,
+  logger,
+  backgroundCheckpoints: false,
+  leaseObserver: {
+    acquiring: (sessionId, holder) => post({ type: "lease", op: "acquiring", sessionId, holder }),
+    released: (sessionId, holder) => post({ type: "lease", op: "released", sessionId, holder }),
+  },
+});
+port.on("message", (message: ToWorkersThread) => {
+  if (message.type === "metrics") {
+    // The process's own figures (CPU, memory, handles) are the main thread's to report.
+    void gateway.metrics.registry.getMetricsAsJSON().then((metrics) =>
+      post({ type: "metrics", id: message.id, metrics: metrics.filter((m) => !m.name.startsWith(PROCESS_METRICS_PREFIX)) }),
+    );
+    return;
+  }
+  gateway.stop().then(
+    () => process.exit(0),
+    (err: Error) => {
+      logger.error({ err: err.message }, "workers shutdown failed");
+      process.exit(1);
+    },
+  );
+});
+logger.info("workers running in their own thread");
+post({ type: "ready" });

@@ -1,0 +1,126 @@
+// `switchboard serve` in its default layout: the workers run in a thread of their own. The
+// process answers messages from that thread; a thread cut off mid-turn is restarted and its
+// turn redone once, at once (its leases are handed on, not left to expire); SIGTERM exits 0.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnGatewayProcess, startTestGateway, waitFor, type GatewayProcess, type TestGateway } from "../support/gateway.js";
+import { inbound } from "../support/messages.js";
+import { transcriptProblems } from "../faults/transcript.js";
+
+interface Health {
+  workers: boolean;
+  workers_thread?: { running: boolean; thread_id: number | null; restarts: number };
+}
+
+async function health(url: string): Promise<Health> {
+  const response = await fetch(`${url}/health`);
+  expect(response.status).toBe(200);
+  return (await response.json()) as Health;
+}
+
+describe("serve with its workers in a thread", () => {
+  let db: TestGateway;
+  let serve: GatewayProcess | null = null;
+
+  beforeAll(async () => {
+    // The test reads and writes the same database and Redis as the process; it runs no workers.
+    // Each reply streams words 100 ms apart, so a turn is caught mid-way; the lease TTL is long:
+    // only the handed-on lease explains a quick redo.
+    db = await startTestGateway({ http: false, workers: false, env: { ECHO_CHUNK_DELAY_MS: "100", LEASE_TTL_SECONDS: "60" } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await serve?.stop("SIGKILL");
+    await db?.stop();
+  });
+
+  it("answers from the thread, redoes a turn cut off by a thread crash once, and exits 0 on SIGTERM", async () => {
+    // Its log lines (info) show where the workers run and what the supervisor did.
+    serve = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info" }, 60_000);
+    const url = serve.url as string;
+    const before = await health(url);
+    expect(before.workers).toBe(true);
+    expect(before.workers_thread).toMatchObject({ running: true, restarts: 0 });
+    const firstThread = before.workers_thread?.thread_id;
+    expect(firstThread).toBeGreaterThan(0);
+    expect(serve.output()).toMatch(/"workers":"thread","threadId":\d+.*"msg":"workers running in their own thread"/);
+
+    const { store, ingress } = db.gateway;
+    const text = "crash one two three four five six seven eight nine ten eleven twelve";
+    const result = await ingress.accept(inbound("thread-crash", text));
+    expect(result.status).toBe("accepted");
+    if (result.status !== "accepted") return;
+    // The turn runs in the serve process: its lease names that pid.
+    const holder = await waitFor(async () => {
+      const lease = await store.getSessionTurnLease(result.sessionId);
+      return lease?.holder.startsWith(`pid=${serve?.pid}:`) ? lease.holder : null;
+    }, 30_000, "the turn to start in the serve process", 5);
+
+    serve.child.kill("SIGUSR2");
+    const cutAt = Date.now();
+    // The lease was the thread's: the supervisor hands it on, and a new thread takes over.
+    await waitFor(() => serve?.output().includes("handed on a turn lease of the dead workers thread"), 20_000, "the lease handed on");
+    expect(serve.output()).toContain(holder);
+    await waitFor(async () => (await store.inboxCounts()).done === 1, 30_000, "the message answered after the crash", 50);
+    // Far sooner than the 60 s lease would have expired.
+    expect(Date.now() - cutAt).toBeLessThan(20_000);
+    const after = await health(url);
+    expect(after.workers_thread).toMatchObject({ running: true, restarts: 1 });
+    expect(after.workers_thread?.thread_id).not.toBe(firstThread);
+    expect(await transcriptProblems(store, result.sessionId, [text])).toEqual([]);
+
+    // The new thread answers the next message too, once.
+    const next = await ingress.accept(inbound("thread-crash", "after the crash"));
+    expect(next.status).toBe("accepted");
+    await waitFor(async () => (await store.inboxCounts()).done === 2, 30_000, "the next message answered", 50);
+    expect(await transcriptProblems(store, result.sessionId, [text, "after the crash"])).toEqual([]);
+
+    // /metrics sums the thread's registry into the main thread's: the turns are counted there.
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toMatch(/^switchboard_turns_total\{platform="test",outcome="completed"\} [1-9]/m);
+    expect(metrics.match(/^# TYPE switchboard_turns_total /gm)).toHaveLength(1);
+
+    // SIGTERM mid-turn: the thread's turn finishes within SHUTDOWN_TIMEOUT_MS (10 s), then both exit 0.
+    const last = await ingress.accept(inbound("thread-crash", "stopping one two three four five"));
+    expect(last.status).toBe("accepted");
+    await waitFor(() => store.getSessionTurnLease(result.sessionId), 30_000, "the last turn to start", 5);
+    const code = await serve.stop("SIGTERM");
+    expect(code, serve.output()).toBe(0);
+    expect(serve.output()).not.toMatch(/shutdown failed|deadline passed|did not stop in time/);
+    expect(await store.getSessionTurnLease(result.sessionId)).toBeNull();
+    expect(await transcriptProblems(store, result.sessionId, [text, "after the crash", "stopping one two three four five"])).toEqual([]);
+  }, 150_000);
+
+  it("interrupts a thread's turn that outlives SHUTDOWN_TIMEOUT_MS on SIGTERM, and exits 0", async () => {
+    const slow = await spawnGatewayProcess(["serve"], { ...db.env, ECHO_CHUNK_DELAY_MS: "400", SHUTDOWN_TIMEOUT_MS: "500" }, 60_000);
+    try {
+      const words = Array.from({ length: 30 }, (_, i) => `w${i}`).join(" ");
+      const accepted = await db.gateway.ingress.accept(inbound("thread-slow", words));
+      if (accepted.status !== "accepted") throw new Error("not accepted");
+      await waitFor(() => db.gateway.store.getSessionTurnLease(accepted.sessionId), 30_000, "the turn to start", 5);
+      const started = Date.now();
+      expect(await slow.stop("SIGTERM"), slow.output()).toBe(0);
+      expect(Date.now() - started).toBeLessThan(8_000);
+      expect((await db.gateway.store.getInboxRow(accepted.inboxId))?.status).toBe("interrupted");
+      expect(await db.gateway.store.getSessionTurnLease(accepted.sessionId)).toBeNull();
+    } finally {
+      await slow.stop("SIGKILL");
+    }
+  }, 90_000);
+
+  it("keeps the one-loop layout with WORKERS_LAYOUT=inline", async () => {
+    const inline = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_LAYOUT: "inline" }, 60_000);
+    try {
+      const body = await health(inline.url as string);
+      expect(body.workers).toBe(true);
+      expect(body.workers_thread).toBeUndefined();
+      const result = await db.gateway.ingress.accept(inbound("inline-layout", "inline hello"));
+      expect(result.status).toBe("accepted");
+      if (result.status !== "accepted") return;
+      await waitFor(async () => (await db.gateway.store.pendingInbox(result.sessionId, 1)).length === 0, 30_000, "the inline answer", 50);
+      expect(await transcriptProblems(db.gateway.store, result.sessionId, ["inline hello"])).toEqual([]);
+      expect(inline.output()).not.toContain("workers running in their own thread");
+    } finally {
+      expect(await inline.stop("SIGTERM")).toBe(0);
+    }
+  }, 90_000);
+});
