@@ -695,9 +695,13 @@ function handleFrame(frame) {
   switch (frame.type) {
     case "event": {
       if (frame.session_id !== state.selectedId) return;
-      const last = state.lastEventId.get(frame.session_id);
-      if (last && compareEventIds(frame.id, last) <= 0) return;
-      state.lastEventId.set(frame.session_id, frame.id);
+      // Streamed text is live only and carries the id of the last stored event before it: it is
+      // never a repeat of that event, and resuming from its id stays exact.
+      if (frame.kind !== "delta") {
+        const last = state.lastEventId.get(frame.session_id);
+        if (last && compareEventIds(frame.id, last) <= 0) return;
+        state.lastEventId.set(frame.session_id, frame.id);
+      }
       renderEvent(frame);
       return;
     }
