@@ -49,10 +49,20 @@ export const deliveryJobId = (deliveryId: number): string => `delivery-${deliver
 /** How long adding a wake-up may take before it counts as refused. */
 const WAKE_UP_TIMEOUT_MS = 1500;
 
-/** Add a handed-on wake-up (handOnJobId); false when Redis is down or slow (the reconciler then finds the row). */
+/** States of a job that has not started yet: it will read the row's conversation when it runs. */
+const NOT_STARTED = new Set(["waiting", "delayed", "prioritized", "waiting-children"]);
+
+/**
+ * Make sure a wake-up for the row is to come: its own job when that has not started yet (the usual
+ * case: the message arrived after the lease was released), else a handed-on one (handOnJobId).
+ * False when Redis is down or slow (the reconciler then finds the row).
+ */
 export async function addHandOnWakeUp(queues: Pick<GatewayQueues, "turns" | "connection">, conversationId: string, inboxId: number): Promise<boolean> {
   if (queues.connection.status !== "ready") return false;
   try {
+    // A state read costs a few Redis commands; another job's whole life costs about thirty.
+    const ownJob = await withTimeout(queues.turns.getJobState(turnJobId(inboxId)), WAKE_UP_TIMEOUT_MS, "read a wake-up's state");
+    if (NOT_STARTED.has(ownJob)) return true;
     await withTimeout(queues.turns.add("turn", { conversationId, inboxId }, { jobId: handOnJobId(inboxId) }), WAKE_UP_TIMEOUT_MS, "hand on a wake-up");
     return true;
   } catch {

@@ -1,7 +1,7 @@
 // A session whose messages keep arriving while its turn runs must not keep its worker slot: after
 // a turn, the session's next message queues behind the other sessions' waiting wake-ups. Real
 // Redis (BullMQ), real SQLite store; the interleaving is fixed by holding turns at the model.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { CompletionRequest, CompletionResult, ModelProvider } from "../../src/agent/types.js";
 import { EchoProvider } from "../../src/agent/providers/echo.js";
 import { turnJobId } from "../../src/gateway/queues.js";
@@ -78,5 +78,36 @@ describe("a turn hands its session's next message on instead of keeping its slot
     provider.release("c1");
     await ingress.waitForOutcome(c1.inboxId, 10_000);
     for (const id of [a1, a2, b1, c1].map((r) => r.inboxId)) expect((await gw.gateway.store.getInboxRow(id))?.status).toBe("done");
+  }, 60_000);
+});
+
+describe("a turn adds no wake-up for a next message whose own wake-up has not started", () => {
+  let gw: TestGateway;
+  const provider = new HoldingProvider();
+  beforeAll(async () => {
+    gw = await startTestGateway({ http: false, workers: true, provider, env: { WORKER_CONCURRENCY: "1" } });
+  }, 60_000);
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    await gw?.stop();
+  });
+
+  it("leaves the next message to its own waiting job", async () => {
+    const { ingress, queues } = gw.gateway;
+    const adds = vi.spyOn(queues.turns, "add");
+    provider.hold("x1");
+    const x1 = accepted(await ingress.accept(inbound("own-job", "x1")));
+    await waitFor(() => provider.began.includes("x1"), 10_000, "x1's turn to reach the model");
+    // The only slot is x1's: x2's own wake-up waits in the queue while x1's turn ends.
+    const x2 = accepted(await ingress.accept(inbound("own-job", "x2")));
+    expect(await queues.turns.getJobState(turnJobId(x2.inboxId))).toBe("waiting");
+
+    provider.release("x1");
+    await ingress.waitForOutcome(x1.inboxId, 10_000);
+    await ingress.waitForOutcome(x2.inboxId, 10_000);
+    expect(provider.began).toEqual(["x1", "x2"]);
+    // Every add was a row's own wake-up: none was handed on.
+    const jobIds = adds.mock.calls.map(([, , options]) => options?.jobId);
+    expect(jobIds.filter((id) => id !== turnJobId(x1.inboxId) && id !== turnJobId(x2.inboxId))).toEqual([]);
   }, 60_000);
 });
