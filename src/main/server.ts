@@ -28,7 +28,7 @@ import { redisOptionsFromUrl } from "../bus/redis-url.js";
 import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { RedisSingletonLocks } from "../bus/singleton-lock.js";
-import type { McpServers } from "../gateway/mcp/index.js";
+import type { McpServers, McpServerStatus } from "../gateway/mcp/index.js";
 import type { PlatformAdapter } from "../gateway/types.js";
 import type { WebSocketHub } from "../clients/ws/index.js";
 
@@ -59,6 +59,8 @@ export interface GatewayOptions {
   workersThread?: () => WorkersThreadStatus;
   /** HTTP only: metrics of this process's workers thread, summed into /metrics with the main thread's. */
   workersMetrics?: () => Promise<object[]>;
+  /** HTTP only, MCP servers configured and run by the workers thread: their state for /health. */
+  workersMcp?: () => Record<string, McpServerStatus>;
 }
 
 export interface GatewayHandle {
@@ -73,6 +75,8 @@ export interface GatewayHandle {
   queues: GatewayQueues;
   redisUrl: string;
   logger: Logger;
+  /** The state of this process's MCP servers; null when it runs none. */
+  mcpStatus(): Record<string, McpServerStatus> | null;
   stop(): Promise<void>;
 }
 
@@ -228,7 +232,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         apiKey: config.apiKey,
         keyCheck,
         browser,
-        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers || options.workersThread !== undefined, workersThread: options.workersThread, moreMetrics: options.workersMetrics, version: VERSION, mcp: mcp ? () => mcp.status() : null })],
+        operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers || options.workersThread !== undefined, workersThread: options.workersThread, moreMetrics: options.workersMetrics, version: VERSION, mcp: mcp ? () => mcp.status() : (options.workersMcp ?? null) })],
         publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
         protectedRoutes: [
           createApiServerRouter({ ingress, events, store, config, logger }),
@@ -284,6 +288,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       queues,
       redisUrl,
       logger,
+      mcpStatus: () => mcp?.status() ?? null,
       stop: cleanup,
     };
   } catch (err) {

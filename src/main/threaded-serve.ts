@@ -24,6 +24,8 @@ export async function startThreadedGateway(config: GatewayConfig, logger: Logger
     logger,
     workersThread: () => workers?.status() ?? { running: false, thread_id: null, restarts: 0 },
     workersMetrics: () => workers?.metrics(WORKERS_METRICS_TIMEOUT_MS) ?? Promise.resolve([]),
+    // The thread runs the MCP servers (tools run in turns); /health shows them as it last reported.
+    ...(Object.keys(config.mcpServers).length > 0 ? { workersMcp: () => workers?.mcpStatus() ?? {} } : {}),
   });
   const supervisor = new WorkersThreadSupervisor({ redisUrl: gateway.redisUrl, store: gateway.store, queues: gateway.queues, logger });
   workers = supervisor;

@@ -1,4 +1,5 @@
 // What the main thread of `switchboard serve` and its workers thread say to each other.
+import type { McpServerStatus } from "../gateway/mcp/index.js";
 
 /** Given to the thread at its start. */
 export interface WorkersThreadData {
@@ -10,13 +11,18 @@ export interface WorkersThreadData {
 export type FromWorkersThread =
   | { type: "ready" }
   | { type: "lease"; op: "acquiring" | "released"; sessionId: string; holder: string }
-  | { type: "metrics"; id: number; metrics: object[] };
+  | { type: "metrics"; id: number; metrics: object[] }
+  /** The thread's MCP servers (it runs them, since tools run in turns): sent at start, then every MCP_STATUS_INTERVAL_MS. */
+  | { type: "mcp"; status: Record<string, McpServerStatus> };
 
 /**
  * Main -> thread. stop: finish running turns (SHUTDOWN_TIMEOUT_MS), release leases, close, exit.
  * metrics: answer with the thread's registry as `getMetricsAsJSON()` gives it.
  */
 export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number };
+
+/** How often the workers thread tells the main thread how its MCP servers are (for /health). */
+export const MCP_STATUS_INTERVAL_MS = 1_000;
 
 /** What /health reports about the workers thread. */
 export interface WorkersThreadStatus {

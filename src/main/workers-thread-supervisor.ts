@@ -9,6 +9,7 @@ import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
 import { recoveryJobId, withTimeout, type GatewayQueues } from "../gateway/queues.js";
+import type { McpServerStatus } from "../gateway/mcp/index.js";
 import type { FromWorkersThread, ToWorkersThread, WorkersThreadData, WorkersThreadStatus } from "./workers-thread-protocol.js";
 
 /** First restart delay; doubled per death in a row, up to the maximum. */
@@ -54,6 +55,8 @@ export class WorkersThreadSupervisor {
   private restartTimer: NodeJS.Timeout | null = null;
   private metricsRequests = 0;
   private readonly metricsWaiters = new Map<number, (metrics: object[]) => void>();
+  /** The running thread's MCP servers as it last reported them; empty while no thread runs. */
+  private mcp: Record<string, McpServerStatus> = {};
   /** Leases the thread holds or is trying to take: holder -> session id. */
   private readonly leases = new Map<string, string>();
 
@@ -62,6 +65,10 @@ export class WorkersThreadSupervisor {
   /** Starts the first thread; rejects if it fails before its workers run. */
   start(): Promise<void> {
     return this.spawn(false);
+  }
+
+  mcpStatus(): Record<string, McpServerStatus> {
+    return this.mcp;
   }
 
   status(): WorkersThreadStatus {
@@ -135,6 +142,8 @@ export class WorkersThreadSupervisor {
           resolve();
         } else if (message.type === "metrics") {
           this.metricsWaiters.get(message.id)?.(message.metrics);
+        } else if (message.type === "mcp") {
+          this.mcp = message.status;
         } else if (message.op === "acquiring") {
           this.leases.set(message.holder, message.sessionId);
         } else {
@@ -144,6 +153,7 @@ export class WorkersThreadSupervisor {
       worker.on("error", (err) => this.deps.logger.error({ err: err.message, stack: err.stack, threadId: worker.threadId }, "the workers thread failed"));
       worker.once("exit", (code) => {
         this.running = false;
+        this.mcp = {};
         if (this.worker === worker) this.worker = null;
         if (!ready) reject(new Error(`the workers thread exited (code ${code}) before its workers ran`));
         if (this.stopping || (!ready && !restart)) return;

@@ -7,7 +7,7 @@ import { createLogger } from "../gateway/logger.js";
 import { loadConfig } from "./config.js";
 import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
 import { startGateway } from "./server.js";
-import type { FromWorkersThread, ToWorkersThread, WorkersThreadData } from "./workers-thread-protocol.js";
+import { MCP_STATUS_INTERVAL_MS, type FromWorkersThread, type ToWorkersThread, type WorkersThreadData } from "./workers-thread-protocol.js";
 
 const port = parentPort;
 if (!port) throw new Error("workers-thread.ts runs as a worker thread of switchboard serve");
@@ -44,3 +44,10 @@ port.on("message", (message: ToWorkersThread) => {
 });
 logger.info("workers running in their own thread");
 post({ type: "ready" });
+// /health on the main thread reads the last of these (it answers without asking the thread).
+const postMcpStatus = (): void => {
+  const status = gateway.mcpStatus();
+  if (status) post({ type: "mcp", status });
+};
+postMcpStatus();
+setInterval(postMcpStatus, MCP_STATUS_INTERVAL_MS).unref();

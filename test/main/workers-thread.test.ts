@@ -1,14 +1,19 @@
 // `switchboard serve` in its default layout: the workers run in a thread of their own. The
 // process answers messages from that thread; a thread cut off mid-turn is restarted and its
 // turn redone once, at once (its leases are handed on, not left to expire); SIGTERM exits 0.
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnGatewayProcess, startTestGateway, waitFor, type GatewayProcess, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
 import { transcriptProblems } from "../faults/transcript.js";
+import { MCP_SERVER_SCRIPT } from "../support/mcp-server.js";
+import { makeTempDir } from "../support/tmp.js";
 
 interface Health {
   workers: boolean;
   workers_thread?: { running: boolean; thread_id: number | null; restarts: number };
+  mcp?: Record<string, { state: string; tools: number }>;
 }
 
 async function health(url: string): Promise<Health> {
@@ -104,6 +109,30 @@ describe("serve with its workers in a thread", () => {
       expect(await db.gateway.store.getSessionTurnLease(accepted.sessionId)).toBeNull();
     } finally {
       await slow.stop("SIGKILL");
+    }
+  }, 90_000);
+
+  it("shows on /health the MCP servers its workers thread runs", async () => {
+    const temp = makeTempDir("sb-thread-mcp");
+    const configPath = join(temp.dir, "switchboard.yaml");
+    const server = {
+      command: process.execPath,
+      args: ["--import", "tsx", MCP_SERVER_SCRIPT],
+      cwd: resolve(import.meta.dirname, "..", ".."),
+      env: { MCP_TEST_JOURNAL: join(temp.dir, "journal.jsonl") },
+    };
+    // JSON is YAML: the same loader as an operator's file.
+    writeFileSync(configPath, JSON.stringify({ mcp_servers: { local: server } }));
+    const withMcp = await spawnGatewayProcess(["serve"], { ...db.env, SWITCHBOARD_CONFIG: configPath }, 60_000);
+    try {
+      const connected = await waitFor(async () => {
+        const body = await health(withMcp.url as string);
+        return body.mcp?.local?.state === "connected" ? body : null;
+      }, 60_000, "the thread's MCP server on /health", 100);
+      expect(connected.mcp?.local?.tools).toBeGreaterThan(0);
+    } finally {
+      expect(await withMcp.stop("SIGTERM"), withMcp.output()).toBe(0);
+      temp.cleanup();
     }
   }, 90_000);
 
