@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { isMainThread } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { Redis } from "ioredis";
+import { onSqliteTransactions } from "../../test/support/transaction-counter.js";
 
 export interface ProcessCounters {
   /** Increases with every write, so a reader knows the file is new. */
@@ -84,22 +85,7 @@ function instrument(file: string): void {
   }
 
   // Transactions: db.transaction(fn) returns a function (with deferred/immediate/exclusive variants).
-  const databaseProto = Database.prototype as unknown as { transaction: (this: Database.Database, fn: Variadic) => Variadic & Record<string, Variadic> };
-  const originalTransaction = databaseProto.transaction;
-  databaseProto.transaction = function (this: Database.Database, fn: Variadic) {
-    const transaction = originalTransaction.call(this, fn);
-    const db = transaction.database as unknown as Database.Database;
-    const counted = (variant: Variadic): Variadic =>
-      function (this: unknown, ...args: unknown[]) {
-        if (!db.inTransaction) counters.sqlite.transactions += 1;
-        return variant.apply(this, args);
-      };
-    const wrapped = counted(transaction) as Variadic & Record<string, Variadic>;
-    for (const mode of ["deferred", "immediate", "exclusive"]) Object.defineProperty(wrapped, mode, { value: counted(transaction[mode]) });
-    Object.defineProperty(wrapped, "default", { value: wrapped });
-    Object.defineProperty(wrapped, "database", { value: db });
-    return wrapped;
-  };
+  onSqliteTransactions(() => (counters.sqlite.transactions += 1));
 
   // Redis: every command of every client goes through sendCommand; scripts are named by their sha.
   const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex");

@@ -13,8 +13,12 @@ export interface TransactionCounter {
   stop(): void;
 }
 
-export function countTransactions(): TransactionCounter {
-  let count = 0;
+/**
+ * Call `onBegin` each time a better-sqlite3 transaction function (or its deferred, immediate or
+ * exclusive variant) runs outside a transaction: one BEGIN ... COMMIT. Affects stores opened
+ * afterwards (a store builds its transaction functions when constructed). Returns the undo.
+ */
+export function onSqliteTransactions(onBegin: () => void): () => void {
   const databaseProto = Database.prototype as unknown as { transaction: (this: Database.Database, fn: Variadic) => Variadic & Record<string, Variadic> };
   const originalTransaction = databaseProto.transaction;
   databaseProto.transaction = function (this: Database.Database, fn: Variadic) {
@@ -22,13 +26,23 @@ export function countTransactions(): TransactionCounter {
     const db = transaction.database as unknown as Database.Database;
     const counted = (variant: Variadic): Variadic =>
       function (this: unknown, ...args: unknown[]) {
-        if (!db.inTransaction) count += 1;
+        if (!db.inTransaction) onBegin();
         return variant.apply(this, args);
       };
     const wrapped = counted(transaction) as Variadic & Record<string, Variadic>;
     for (const mode of ["deferred", "immediate", "exclusive"]) Object.defineProperty(wrapped, mode, { value: counted(transaction[mode]) });
+    Object.defineProperty(wrapped, "default", { value: wrapped });
+    Object.defineProperty(wrapped, "database", { value: db });
     return wrapped;
   };
+  return () => {
+    databaseProto.transaction = originalTransaction;
+  };
+}
+
+export function countTransactions(): TransactionCounter {
+  let count = 0;
+  const restoreSqlite = onSqliteTransactions(() => (count += 1));
   const clientProto = pg.Client.prototype as unknown as { query: Variadic };
   const originalQuery = clientProto.query;
   clientProto.query = function (this: unknown, ...args: unknown[]) {
@@ -43,7 +57,7 @@ export function countTransactions(): TransactionCounter {
       count = 0;
     },
     stop() {
-      databaseProto.transaction = originalTransaction;
+      restoreSqlite();
       clientProto.query = originalQuery;
     },
   };
