@@ -11,6 +11,7 @@ import type { CoreConfig } from "./config.js";
 import { GroupCommit, type Settled, type Slot } from "./group-commit.js";
 import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus/types.js";
 import type { GatewayMetrics } from "./metrics.js";
+import type { WakeUpSink } from "./local-wake-ups.js";
 import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
@@ -43,11 +44,21 @@ export class Ingress implements GatewayIngress {
   /** Redis was up at least once: a later outage fails fast instead of waiting for a reconnect. */
   private redisWasReady = false;
   private readonly inbound = new GroupCommit<InboxInsert, Recorded>((inserts) => this.recordAndEnqueue(inserts));
+  /** This process's own workers, when it has them and takes wake-ups in memory (local-wake-ups.ts). */
+  private wakeUps: WakeUpSink | null = null;
 
   constructor(private readonly deps: IngressDeps) {
     const connection = deps.queues.connection;
     if (connection.status === "ready") this.redisWasReady = true;
     else connection.once("ready", () => (this.redisWasReady = true));
+  }
+
+  /**
+   * Hand new rows' wake-ups to this process's workers in memory rather than through BullMQ; the
+   * queue stays the way when the sink does not take them (its thread is down, it is closing).
+   */
+  useWakeUps(sink: WakeUpSink | null): void {
+    this.wakeUps = sink;
   }
 
   async accept(message: InboundMessage): Promise<AcceptResult> {
@@ -94,8 +105,9 @@ export class Ingress implements GatewayIngress {
   }
 
   /**
-   * One batch of accepted messages: their rows in one transaction, then their wake-up jobs in one
-   * round trip. A batch that fails to record is recorded row by row, so one bad row fails alone.
+   * One batch of accepted messages: their rows in one transaction, then their wake-ups (in memory,
+   * or their jobs in one round trip). A batch that fails to record is recorded row by row, so one
+   * bad row fails alone.
    */
   private async recordAndEnqueue(inserts: InboxInsert[]): Promise<Array<Settled<Recorded>>> {
     const { store } = this.deps;
@@ -111,8 +123,12 @@ export class Ingress implements GatewayIngress {
       }
     }
     const fresh = recorded.flatMap((result) => (result.ok && result.value.inserted ? [result.value.row] : []));
-    const enqueued = fresh.length > 0 && (await this.enqueueRows(fresh));
+    const enqueued = fresh.length > 0 && (this.wakeLocally(fresh) || (await this.enqueueRows(fresh)));
     return recorded.map((result) => (result.ok ? { ok: true, value: { ...result.value, enqueued: result.value.inserted && enqueued } } : result));
+  }
+
+  private wakeLocally(rows: readonly InboxRow[]): boolean {
+    return this.wakeUps?.offer(rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id }))) ?? false;
   }
 
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */

@@ -44,6 +44,8 @@ export const recoveryJobId = (inboxId: number, deadHolder: string): string =>
  * lease held), and adding under its id would then add nothing. A wake-up too many is a no-op.
  */
 export const handOnJobId = (inboxId: number): string => `inbox-${inboxId}-next-${randomUUID().slice(0, 13)}`;
+/** A wake-up that failed in memory (local-wake-ups.ts), retried through the queue: an id of its own, as above. */
+export const retryJobId = (inboxId: number): string => `inbox-${inboxId}-retry-${randomUUID().slice(0, 13)}`;
 export const deliveryJobId = (deliveryId: number): string => `delivery-${deliveryId}`;
 
 /** How long adding a wake-up may take before it counts as refused. */
@@ -64,6 +66,20 @@ export async function addHandOnWakeUp(queues: Pick<GatewayQueues, "turns" | "con
     const ownJob = await withTimeout(queues.turns.getJobState(turnJobId(inboxId)), WAKE_UP_TIMEOUT_MS, "read a wake-up's state");
     if (NOT_STARTED.has(ownJob)) return true;
     await withTimeout(queues.turns.add("turn", { conversationId, inboxId }, { jobId: handOnJobId(inboxId) }), WAKE_UP_TIMEOUT_MS, "hand on a wake-up");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** How long a wake-up that failed in memory waits before its retry runs (BullMQ's first backoff step). */
+const RETRY_DELAY_MS = 1000;
+
+/** Retry a wake-up that failed in memory through the queue; false when Redis refused it (the reconciler then finds the row). */
+export async function addRetryWakeUp(queues: Pick<GatewayQueues, "turns" | "connection">, conversationId: string, inboxId: number): Promise<boolean> {
+  if (queues.connection.status !== "ready") return false;
+  try {
+    await withTimeout(queues.turns.add("turn", { conversationId, inboxId }, { jobId: retryJobId(inboxId), delay: RETRY_DELAY_MS }), WAKE_UP_TIMEOUT_MS, "retry a wake-up");
     return true;
   } catch {
     return false;

@@ -7,11 +7,16 @@
 // time ran out (any host) while its conversation has pending messages gets a fresh wake-up job
 // for the head of that inbox, and is then reaped. The dead worker's own job, once BullMQ hands it
 // out again, finds its row answered and completes as a no-op.
+//
+// A message can also be left with no lease at all: its wake-up was handed over in memory
+// (local-wake-ups.ts) to a process that died before the turn began. The same pass wakes the
+// oldest pending row of every conversation nobody holds once that row is a lease TTL old: the
+// time a dead holder's turn would have waited too.
 import type { Logger } from "pino";
 import type { SessionStore, StaleLease } from "../state/types.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { PeriodicPass } from "./periodic-pass.js";
-import { recoveryJobId, withTimeout, type GatewayQueues } from "./queues.js";
+import { recoveryJobId, turnJobId, withTimeout, type GatewayQueues } from "./queues.js";
 
 /** How long adding one wake-up may take before the pass gives up on it (the next pass retries). */
 const ENQUEUE_TIMEOUT_MS = 2_000;
@@ -23,7 +28,12 @@ export interface TurnRecoveryDeps {
   logger: Logger;
   /** Time between two looks at the leases. */
   intervalMs: number;
+  /** A pending row no lease covers gets a wake-up job once it is this old (the lease TTL). */
+  unclaimedAfterSeconds: number;
 }
+
+/** Unclaimed conversations woken per pass. */
+const UNCLAIMED_PER_PASS = 500;
 
 export class TurnRecovery {
   private readonly passes = new PeriodicPass(() => this.pass());
@@ -51,6 +61,7 @@ export class TurnRecovery {
       for (const lease of await this.deps.store.staleSessionTurnLeases()) {
         if (await this.recover(lease).catch((err: Error) => this.failed(lease, err))) woken++;
       }
+      woken += await this.wakeUnclaimed();
     } catch (err) {
       this.deps.logger.warn({ err: (err as Error).message }, "turn recovery pass failed; will retry");
     }
@@ -75,6 +86,20 @@ export class TurnRecovery {
       logger.info({ conversationId: lease.conversationId, holder: lease.holder, reason: lease.reason, inboxId: head?.id ?? null }, "reaped a stale turn lease");
     }
     return head !== undefined;
+  }
+
+  /**
+   * One wake-up job per conversation whose head nobody took. Its id is the row's own: a job still
+   * waiting for it (TURN_WAKE_UPS=queue, or the reconciler's) makes the add a no-op.
+   */
+  private async wakeUnclaimed(): Promise<number> {
+    const { store, queues, logger } = this.deps;
+    const heads = await store.unclaimedPendingHeads(this.deps.unclaimedAfterSeconds, UNCLAIMED_PER_PASS);
+    if (heads.length === 0) return 0;
+    const jobs = heads.map((head) => ({ name: "turn", data: head, opts: { jobId: turnJobId(head.inboxId) } }));
+    await withTimeout(queues.turns.addBulk(jobs), ENQUEUE_TIMEOUT_MS, "enqueue wake-ups of unclaimed rows");
+    logger.info({ conversations: heads.length, inboxIds: heads.map((h) => h.inboxId).slice(0, 20) }, "woke conversations whose pending messages nobody had taken");
+    return heads.length;
   }
 
   private failed(lease: StaleLease, err: Error): false {

@@ -10,6 +10,7 @@ import type { InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { EventPublisher, InterruptRequest } from "../bus/types.js";
 import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
+import { LocalWakeUps, type WakeUp, type WakeUpSink } from "./local-wake-ups.js";
 import { TURN_QUEUE, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
 import { ToolCatalog } from "./tool-catalog.js";
@@ -37,9 +38,15 @@ export interface TurnWorkerDeps {
   dispatchDeliveries: (deliveryIds: readonly number[]) => Promise<void>;
   /**
    * Add a fresh wake-up job for a conversation's head, under a job id of its own (never one that
-   * may still be active: that add would be a no-op); false when Redis refused it.
+   * may still be active: that add would be a no-op); false when Redis refused it. Used when wake-ups
+   * come from BullMQ only; with in-process wake-ups a turn hands on in memory.
    */
   wakeAgain: (conversationId: string, inboxId: number) => Promise<boolean>;
+  /**
+   * Take wake-ups in memory (local-wake-ups.ts) from this process's ingress, besides BullMQ's: a
+   * wake-up that failed (a turn to retry) goes to `retryLater`, which enqueues it with a delay.
+   */
+  inProcess?: { retryLater: (wakeUp: WakeUp, err: Error) => void };
   /** The platform adapter's fetchMedia: downloads the files a message referenced when its turn takes it. */
   fetchMedia?: MediaFetcher;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
@@ -87,14 +94,27 @@ export class TurnWorkers {
   /** Turns running in this process, by conversation id: interrupts find them here. */
   private readonly running = new Map<string, Set<RunningTurn>>();
   private readonly tools: ToolCatalog;
+  /** In-process wake-ups and the slots every wake-up runs in; null when BullMQ alone wakes turns. */
+  private readonly local: LocalWakeUps | null;
 
   constructor(private readonly deps: TurnWorkerDeps) {
     this.tools = deps.tools ?? new ToolCatalog(null, deps.logger);
+    const inProcess = deps.inProcess;
+    this.local = inProcess ? new LocalWakeUps(deps.config.workerConcurrency, (wakeUp) => this.wake(wakeUp), inProcess.retryLater) : null;
+  }
+
+  /** Where this process's ingress hands new rows' wake-ups over in memory; null without in-process wake-ups. */
+  get wakeUpSink(): WakeUpSink | null {
+    return this.local;
   }
 
   start(): void {
     const { config, redisOptions } = this.deps;
-    this.worker = new Worker<TurnJobData>(TURN_QUEUE, (job) => this.process(job), {
+    const fromJob = (job: Job<TurnJobData>): WakeUp => ({ conversationId: conversationIdOfJob(job.data), inboxId: job.data.inboxId });
+    const local = this.local;
+    // With in-process wake-ups, a BullMQ wake-up takes one of the same slots: one concurrency in all.
+    const processor = local ? (job: Job<TurnJobData>) => local.withSlot(() => this.wake(fromJob(job))) : (job: Job<TurnJobData>) => this.wake(fromJob(job));
+    this.worker = new Worker<TurnJobData>(TURN_QUEUE, processor, {
       connection: workerConnection(redisOptions),
       prefix: config.queuePrefix,
       concurrency: config.workerConcurrency,
@@ -130,7 +150,7 @@ export class TurnWorkers {
   /** Stop taking jobs; running turns get `graceMs` to finish, then are interrupted. */
   async stop(graceMs: number): Promise<void> {
     if (!this.worker) return;
-    const closing = this.worker.close();
+    const closing = Promise.all([this.worker.close(), this.local?.close()]);
     const deadline = setTimeout(() => {
       for (const turns of this.running.values()) for (const turn of turns) turn.agent.interrupt("server shutting down", { hardCancel: false });
     }, graceMs);
@@ -142,10 +162,10 @@ export class TurnWorkers {
     }
   }
 
-  private async process(job: Job<TurnJobData>): Promise<void> {
+  /** One wake-up, from BullMQ or in memory: the turns of the conversation's head it may run. */
+  private async wake({ conversationId, inboxId }: WakeUp): Promise<void> {
     const { store, config } = this.deps;
-    const conversationId = conversationIdOfJob(job.data);
-    const row = await store.getInboxRow(job.data.inboxId);
+    const row = await store.getInboxRow(inboxId);
     if (row?.status === "pending" && busyModeFor(config, row.platform) === "interrupt") {
       await this.deps.publishInterrupt({ sessionId: conversationId, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
@@ -164,11 +184,17 @@ export class TurnWorkers {
         // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
         // its messages keep coming. Only when Redis refuses the wake-up does this job go on itself
         // (up to a cap; then the reconciler enqueues the row once Redis is back).
-        if ((await this.deps.wakeAgain(conversationId, next.id)) || turns >= MAX_TURNS_PER_JOB) return;
+        if ((await this.handOn(conversationId, next.id)) || turns >= MAX_TURNS_PER_JOB) return;
       }
       await this.runTurn(conversationId, next);
       [next] = await store.pendingInbox(conversationId, 1);
     }
+  }
+
+  /** Hand the conversation's next row on to a later wake-up; false when that could not be arranged. */
+  private handOn(conversationId: string, inboxId: number): Promise<boolean> {
+    if (this.local) return Promise.resolve(this.local.handOn({ conversationId, inboxId }));
+    return this.deps.wakeAgain(conversationId, inboxId);
   }
 
   /** One turn for the head of the conversation's inbox; false when there was nothing to do. */

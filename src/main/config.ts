@@ -28,6 +28,15 @@ export const WORKERS_LAYOUTS = ["thread", "inline"] as const;
 export type WorkersLayout = (typeof WORKERS_LAYOUTS)[number];
 const workersLayout = z.enum(WORKERS_LAYOUTS);
 
+/**
+ * How `serve` wakes a turn for a message it accepted: `local` hands the wake-up to its own workers
+ * in memory (BullMQ only for retries, recovery and other processes), `queue` adds a BullMQ job for
+ * every message (turns spread over every worker process).
+ */
+export const TURN_WAKE_UPS = ["local", "queue"] as const;
+export type TurnWakeUps = (typeof TURN_WAKE_UPS)[number];
+const turnWakeUps = z.enum(TURN_WAKE_UPS);
+
 /** A key this short can be guessed; refused when the gateway listens beyond loopback. */
 export const MIN_API_KEY_CHARS = 16;
 // Messages never repeat the value: a database URL carries its password.
@@ -73,6 +82,7 @@ const fileSchema = z.object({
   redis_url: z.string().optional(),
   worker_concurrency: intFrom(1, 1024).optional(),
   workers_layout: workersLayout.optional(),
+  turn_wake_ups: turnWakeUps.optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
   llm: z.object({ base_url: z.string().url().optional(), api_key: z.string().optional(), model: z.string().optional() }).strict().optional(),
   echo_chunk_delay_ms: intFrom(0, 60_000).optional(),
@@ -131,6 +141,8 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   redisUrl: string | null;
   /** `serve` with workers: `thread` runs them in a worker thread (acks never wait behind turns), `inline` on the HTTP event loop. */
   workersLayout: WorkersLayout;
+  /** `serve` with workers: wake its own turns in memory (`local`) or through BullMQ for every message (`queue`). */
+  turnWakeUps: TurnWakeUps;
   logLevel: string;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number; maxConnections: number; maxConnectionsPerIp: number };
 }
@@ -179,6 +191,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
     workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
+    turnWakeUps: envValue(env, "TURN_WAKE_UPS", turnWakeUps) ?? file.turn_wake_ups ?? "local",
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
     llm: {
       baseUrl: envValue(env, "LLM_BASE_URL", url) ?? file.llm?.base_url ?? null,

@@ -22,7 +22,8 @@ import { InterruptBus } from "../bus/interrupt-bus.js";
 import { RedisKeys } from "../bus/keys.js";
 import { createLogger } from "../gateway/logger.js";
 import { createMetrics, type GatewayMetrics } from "../gateway/metrics.js";
-import { addHandOnWakeUp, createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
+import { addHandOnWakeUp, addRetryWakeUp, createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
+import type { WakeUpSink } from "../gateway/local-wake-ups.js";
 import { RedisLeaseNotifier } from "../bus/lease-notifier.js";
 import { redisOptionsFromUrl } from "../bus/redis-url.js";
 import { SharedRateLimits } from "../bus/rate-limit-windows.js";
@@ -47,6 +48,12 @@ export interface GatewayOptions {
   logger?: Logger;
   /** A model provider to use instead of the configured one (tests, embedding). */
   provider?: ModelProvider;
+  /**
+   * Workers: take wake-ups in memory from this process's ingress (or, in the workers thread, from
+   * the main thread's) rather than a BullMQ job per message. Default: when this process serves HTTP
+   * too and TURN_WAKE_UPS is `local`.
+   */
+  inProcessWakeUps?: boolean;
   /** Told of every turn lease the workers try to take and give back (the workers thread's supervisor). */
   leaseObserver?: LeaseObserver;
   /**
@@ -73,6 +80,8 @@ export interface GatewayHandle {
   events: EventBus;
   metrics: GatewayMetrics;
   queues: GatewayQueues;
+  /** The workers' in-memory wake-ups; null when they take BullMQ's only (or this process runs none). */
+  wakeUps: WakeUpSink | null;
   redisUrl: string;
   logger: Logger;
   /** The state of this process's MCP servers; null when it runs none. */
@@ -172,6 +181,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     });
 
     let mcp: McpServers | null = null;
+    let wakeUps: WakeUpSink | null = null;
     if (options.workers) {
       // Loaded only by a process (or thread) that runs workers: the HTTP side never needs them.
       const [{ createProvider }, { TurnWorkers }, { DeliveryWorkers }, { Reconciler }, { TurnRecovery }, { ToolCatalog }] = await Promise.all([
@@ -186,6 +196,16 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
         wakeAgain: (conversationId, inboxId) => addHandOnWakeUp(queues, conversationId, inboxId),
+        ...((options.inProcessWakeUps ?? (options.http && config.turnWakeUps === "local"))
+          ? {
+              inProcess: {
+                retryLater: ({ conversationId, inboxId }, err) => {
+                  logger.warn({ conversationId, inboxId, err: err.message }, "turn to be retried; its wake-up goes through the queue");
+                  void addRetryWakeUp(queues, conversationId, inboxId);
+                },
+              },
+            }
+          : {}),
         openStream: (platform, target) => adapters.get(platform)?.openStream?.(target) ?? null,
         typing: async (platform, target) => adapters.get(platform)?.typing?.(target),
         fetchMedia: async (platform, ref, limits) => {
@@ -196,6 +216,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         // Sent at once under the ledger's claim; the deliveries queue only for retries.
         dispatchDeliveries: (deliveryIds) => dispatcher.deliverNow(deliveryIds),
       });
+      wakeUps = turnWorkers.wakeUpSink;
+      if (options.http) ingress.useWakeUps(wakeUps);
       const offInterrupts = await interrupts.onInterrupt((request) => turnWorkers.interruptLocal(request));
       const deliveryWorkers = new DeliveryWorkers(deliveryDeps);
       turnWorkers.start();
@@ -210,7 +232,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       reconciler.start();
       cleanups.push(() => reconciler.stop());
       // A worker that dies mid-turn leaves its lease: its turn is redone from here, not after its job's lock lapses.
-      const recovery = new TurnRecovery({ store, queues, metrics, logger, intervalMs: config.turnRecoveryIntervalMs });
+      const recovery = new TurnRecovery({ store, queues, metrics, logger, intervalMs: config.turnRecoveryIntervalMs, unclaimedAfterSeconds: config.leaseTtlSeconds });
       recovery.start();
       cleanups.push(() => recovery.stop());
     }
@@ -286,6 +308,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       events,
       metrics,
       queues,
+      wakeUps,
       redisUrl,
       logger,
       mcpStatus: () => mcp?.status() ?? null,

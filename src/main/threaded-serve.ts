@@ -35,6 +35,8 @@ export async function startThreadedGateway(config: GatewayConfig, logger: Logger
     await gateway.stop();
     throw err;
   }
+  // Messages the main thread accepts wake their turns in the thread without a job each.
+  if (config.turnWakeUps === "local") gateway.ingress.useWakeUps(supervisor);
   return {
     gateway,
     workers: supervisor,

@@ -1,4 +1,5 @@
 // What the main thread of `switchboard serve` and its workers thread say to each other.
+import type { WakeUp } from "../gateway/local-wake-ups.js";
 import type { McpServerStatus } from "../gateway/mcp/index.js";
 
 /** Given to the thread at its start. */
@@ -18,8 +19,9 @@ export type FromWorkersThread =
 /**
  * Main -> thread. stop: finish running turns (SHUTDOWN_TIMEOUT_MS), release leases, close, exit.
  * metrics: answer with the thread's registry as `getMetricsAsJSON()` gives it.
+ * wake: wake-ups of rows the main thread's ingress just recorded (TURN_WAKE_UPS=local).
  */
-export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number };
+export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number } | { type: "wake"; wakeUps: WakeUp[] };
 
 /** How often the workers thread tells the main thread how its MCP servers are (for /health). */
 export const MCP_STATUS_INTERVAL_MS = 1_000;

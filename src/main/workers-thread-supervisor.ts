@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
 import { recoveryJobId, withTimeout, type GatewayQueues } from "../gateway/queues.js";
 import type { McpServerStatus } from "../gateway/mcp/index.js";
+import type { WakeUp, WakeUpSink } from "../gateway/local-wake-ups.js";
 import type { FromWorkersThread, ToWorkersThread, WorkersThreadData, WorkersThreadStatus } from "./workers-thread-protocol.js";
 
 /** First restart delay; doubled per death in a row, up to the maximum. */
@@ -46,7 +47,7 @@ export interface WorkersThreadDeps {
   logger: Logger;
 }
 
-export class WorkersThreadSupervisor {
+export class WorkersThreadSupervisor implements WakeUpSink {
   private worker: Worker | null = null;
   private running = false;
   private restarts = 0;
@@ -65,6 +66,18 @@ export class WorkersThreadSupervisor {
   /** Starts the first thread; rejects if it fails before its workers run. */
   start(): Promise<void> {
     return this.spawn(false);
+  }
+
+  /**
+   * Hand the main thread's new rows' wake-ups to the running thread; false while none runs (ingress
+   * then adds jobs). One posted just before the thread dies is lost with it: the rows are durable,
+   * and the next thread's reconciler enqueues every pending row at its start.
+   */
+  offer(wakeUps: readonly WakeUp[]): boolean {
+    const worker = this.worker;
+    if (!worker || !this.running || this.stopping) return false;
+    worker.postMessage({ type: "wake", wakeUps: [...wakeUps] } satisfies ToWorkersThread);
+    return true;
   }
 
   mcpStatus(): Record<string, McpServerStatus> {

@@ -21,12 +21,18 @@ const gateway = await startGateway(config, {
   workers: true,
   logger,
   backgroundCheckpoints: false,
+  inProcessWakeUps: config.turnWakeUps === "local",
   leaseObserver: {
     acquiring: (sessionId, holder) => post({ type: "lease", op: "acquiring", sessionId, holder }),
     released: (sessionId, holder) => post({ type: "lease", op: "released", sessionId, holder }),
   },
 });
 port.on("message", (message: ToWorkersThread) => {
+  if (message.type === "wake") {
+    // Closing: the queue takes them instead (or, with Redis down, the reconciler finds the rows).
+    if (!gateway.wakeUps?.offer(message.wakeUps)) void gateway.ingress.enqueueMany(message.wakeUps).catch(() => undefined);
+    return;
+  }
   if (message.type === "metrics") {
     // The process's own figures (CPU, memory, handles) are the main thread's to report.
     void gateway.metrics.registry.getMetricsAsJSON().then((metrics) =>

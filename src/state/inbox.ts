@@ -45,6 +45,7 @@ export class InboxSql {
   private readonly markEnqueued: Statement<[number, string]>;
   private readonly selectPendingForSession: Statement<[string, number], StoredInboxRow>;
   private readonly selectPending: Statement<[number], StoredInboxRow>;
+  private readonly selectUnclaimedHeads: Statement<[number, number], { session_id: string; id: number }>;
   private readonly complete: Statement<[string, number, string | null, string | null, string]>;
   private readonly countByStatus: Statement<[], { status: InboxStatus; n: number }>;
 
@@ -62,6 +63,12 @@ export class InboxSql {
       "SELECT * FROM inbox WHERE session_id = ? AND status = 'pending' ORDER BY id LIMIT ?",
     );
     this.selectPending = db.prepare("SELECT * FROM inbox WHERE status = 'pending' ORDER BY id LIMIT ?");
+    this.selectUnclaimedHeads = db.prepare(
+      `SELECT session_id, MIN(id) AS id FROM inbox
+        WHERE status = 'pending' AND received_at <= ?
+          AND NOT EXISTS (SELECT 1 FROM session_turn_leases l WHERE l.conversation_id = inbox.session_id)
+        GROUP BY session_id ORDER BY id LIMIT ?`,
+    );
     // Only pending rows move: completion is idempotent and a settled row keeps its outcome.
     this.complete = db.prepare(
       `UPDATE inbox SET status = ?, completed_at = ?, reply = ?, reason = ?
@@ -108,6 +115,10 @@ export class InboxSql {
 
   allPending(limit: number): InboxRow[] {
     return this.selectPending.all(limit).map(toInboxRow);
+  }
+
+  unclaimedHeads(receivedBy: number, limit: number): Array<{ conversationId: string; inboxId: number }> {
+    return this.selectUnclaimedHeads.all(receivedBy, limit).map((r) => ({ conversationId: r.session_id, inboxId: r.id }));
   }
 
   completeRows(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null, now: number): void {

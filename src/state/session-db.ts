@@ -418,6 +418,10 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.inbox.allPending(limit));
   }
 
+  async unclaimedPendingHeads(olderThanSeconds: number, limit: number): Promise<Array<{ conversationId: string; inboxId: number }>> {
+    return this.run(() => this.inbox.unclaimedHeads(this.clock() - olderThanSeconds, limit));
+  }
+
   /** Only pending rows change: completing a settled row again is a no-op. */
   async completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null = null): Promise<void> {
     return this.run(() => this.inbox.completeRows(ids, status, reply, reason, this.clock()));

@@ -287,6 +287,12 @@ export interface InboxStore {
   pendingInbox(sessionId: string, limit?: number): Promise<InboxRow[]>;
   /** Every pending row, oldest first: the reconciler re-enqueues these at start-up and after Redis returns. */
   listPendingInbox(limit?: number): Promise<InboxRow[]>;
+  /**
+   * The oldest pending row of each conversation that has no turn lease at all and whose row was
+   * received at least `olderThanSeconds` ago: messages nobody has started on (a wake-up lost with a
+   * dead process). Oldest first, up to `limit`.
+   */
+  unclaimedPendingHeads(olderThanSeconds: number, limit: number): Promise<Array<{ conversationId: string; inboxId: number }>>;
   completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason?: string | null): Promise<void>;
   inboxCounts(): Promise<Record<InboxStatus, number>>;
 }

@@ -19,7 +19,7 @@ describe("turn recovery", () => {
   beforeEach(async () => {
     gw = await startTestGateway({ http: false, workers: false });
     const { store, queues, metrics } = gw.gateway;
-    recovery = new TurnRecovery({ store, queues, metrics, logger: pino({ level: "silent" }), intervalMs: 60_000 });
+    recovery = new TurnRecovery({ store, queues, metrics, logger: pino({ level: "silent" }), intervalMs: 60_000, unclaimedAfterSeconds: 3600 });
   });
   afterEach(async () => {
     recovery.stop();
@@ -108,5 +108,28 @@ describe("turn recovery", () => {
     expect(await queues.turns.count()).toBe(before);
     expect(await store.getSessionTurnLease("idle-dead")).toBeNull();
     expect((await store.getSessionTurnLease("idle-expired"))?.holder).toBe(expired);
+  });
+
+  it("wakes each conversation whose pending rows nobody took once they are old enough, never one a lease covers", async () => {
+    const { store, queues, metrics, ingress } = gw.gateway;
+    // Wake-ups handed over in memory to a process that then died: accepted, durable, and no job.
+    ingress.useWakeUps({ offer: () => true });
+    const lost = await pendingConversation("lost", 2);
+    const held = await pendingConversation("held", 1);
+    await store.tryAcquireSessionTurnLease(held.conversationId, holderOn(thisHost(), process.ppid, "held"), { ttlSeconds: 3600 });
+    expect(await queues.turns.getJob(turnJobId(lost.inboxIds[0]))).toBeUndefined();
+
+    // Younger than the threshold: nothing yet (a wake-up in memory may still be on its way).
+    expect(await recovery.runOnce()).toBe(0);
+    const sweeper = new TurnRecovery({ store, queues, metrics, logger: pino({ level: "silent" }), intervalMs: 60_000, unclaimedAfterSeconds: 0 });
+    expect(await sweeper.runOnce()).toBe(1);
+    // One wake-up for the head of the conversation (it runs the rest in order), none for the held one.
+    expect((await queues.turns.getJob(turnJobId(lost.inboxIds[0])))?.data).toEqual({ conversationId: lost.conversationId, inboxId: lost.inboxIds[0] });
+    expect(await queues.turns.getJob(turnJobId(lost.inboxIds[1]))).toBeUndefined();
+    expect(await queues.turns.getJob(turnJobId(held.inboxIds[0]))).toBeUndefined();
+    // Its job waits: the next pass adds nothing new.
+    const before = await queues.turns.count();
+    await sweeper.runOnce();
+    expect(await queues.turns.count()).toBe(before);
   });
 });

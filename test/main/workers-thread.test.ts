@@ -3,7 +3,9 @@
 // turn redone once, at once (its leases are handed on, not left to expire); SIGTERM exits 0.
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { askApi, replyOf } from "../faults/http.js";
 import { spawnGatewayProcess, startTestGateway, waitFor, type GatewayProcess, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
 import { transcriptProblems } from "../faults/transcript.js";
@@ -14,6 +16,17 @@ interface Health {
   workers: boolean;
   workers_thread?: { running: boolean; thread_id: number | null; restarts: number };
   mcp?: Record<string, { state: string; tools: number }>;
+}
+
+/** Jobs ever added to the turns queue of this prefix, as BullMQ's event stream tells them. */
+async function addedTurnJobs(redisUrl: string, prefix: string): Promise<number> {
+  const redis = new Redis(redisUrl);
+  try {
+    const entries = await redis.xrange(`${prefix}:turns:events`, "-", "+");
+    return entries.filter(([, fields]) => fields[0] === "event" && fields[1] === "added").length;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 async function health(url: string): Promise<Health> {
@@ -150,6 +163,24 @@ describe("serve with its workers in a thread", () => {
       expect(inline.output()).not.toContain("workers running in their own thread");
     } finally {
       expect(await inline.stop("SIGTERM")).toBe(0);
+    }
+  }, 90_000);
+
+  it.each(["local", "queue"] as const)("with TURN_WAKE_UPS=%s, wakes the turns of messages it accepts (in memory or one job each)", async (wakeUps) => {
+    const local = wakeUps === "local";
+    const proc = await spawnGatewayProcess(["serve"], { ...db.env, ECHO_CHUNK_DELAY_MS: "0", TURN_WAKE_UPS: wakeUps }, 60_000);
+    try {
+      const before = await addedTurnJobs(db.env.REDIS_URL, db.env.SWITCHBOARD_QUEUE_PREFIX);
+      for (let i = 0; i < 3; i++) {
+        const answer = await askApi(proc.url as string, `wake-ups-${wakeUps}-${i}`, `wake ${wakeUps} ${i}`);
+        expect(answer.status).toBe(200);
+        expect(replyOf(answer)).toContain(`wake ${wakeUps} ${i}`);
+      }
+      const added = (await addedTurnJobs(db.env.REDIS_URL, db.env.SWITCHBOARD_QUEUE_PREFIX)) - before;
+      // In memory: not one job. Through the queue: one per message.
+      expect(added).toBe(local ? 0 : 3);
+    } finally {
+      expect(await proc.stop("SIGTERM")).toBe(0);
     }
   }, 90_000);
 });

@@ -132,6 +132,30 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
       expect((await db.getInboxRow(ids[2]))?.enqueued_at).toBeNull();
     });
 
+    it("finds the head of each conversation no lease covers once it is old enough", async () => {
+      const clock = manualClock(100);
+      const db = await store.open({ now: clock.now });
+      const a1 = (await db.recordInbound(inbound("a1", "A"))).row.id;
+      await db.recordInbound(inbound("a2", "A"));
+      const b1 = (await db.recordInbound(inbound("b1", "B"))).row.id;
+      await db.recordInbound(inbound("c1", "C"));
+      clock.advance(10);
+      await db.recordInbound(inbound("d1", "D"));
+      expect(await db.tryAcquireSessionTurnLease("C", "holder-c", { ttlSeconds: 60 })).toBe(true);
+      await db.completeInbox([b1], "done", "ok");
+      // D's row is 0 s old, C is leased, B is answered: A's head alone, once.
+      expect(await db.unclaimedPendingHeads(5, 100)).toEqual([{ conversationId: "A", inboxId: a1 }]);
+      expect(await db.unclaimedPendingHeads(0, 100)).toEqual([
+        { conversationId: "A", inboxId: a1 },
+        { conversationId: "D", inboxId: expect.any(Number) },
+      ]);
+      expect(await db.unclaimedPendingHeads(0, 1)).toHaveLength(1);
+      expect(await db.unclaimedPendingHeads(60, 100)).toEqual([]);
+      // Even an expired lease counts as covered: turn recovery reaps and wakes those itself.
+      clock.advance(120);
+      expect((await db.unclaimedPendingHeads(0, 100)).map((h) => h.conversationId)).toEqual(["A", "D"]);
+    });
+
     it("completes only pending rows, and counts every status", async () => {
       const db = await store.open({ now: () => 9 });
       const a = (await db.recordInbound(inbound("a"))).row.id;

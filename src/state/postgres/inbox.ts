@@ -18,6 +18,11 @@ const SELECT_BY_KEY = `SELECT ${COLUMNS} FROM inbox WHERE platform = $1 AND plat
 const MARK_ENQUEUED = `UPDATE inbox SET enqueued_at = ${clockSql(2)} WHERE id = ANY ($1::bigint[])`;
 const PENDING_FOR_SESSION = `SELECT ${COLUMNS} FROM inbox WHERE session_id = $1 AND status = 'pending' ORDER BY id LIMIT $2`;
 const ALL_PENDING = `SELECT ${COLUMNS} FROM inbox WHERE status = 'pending' ORDER BY id LIMIT $1`;
+const UNCLAIMED_HEADS = `
+  SELECT session_id, MIN(id) AS id FROM inbox
+   WHERE status = 'pending' AND received_at <= ${clockSql(3)} - $1
+     AND NOT EXISTS (SELECT 1 FROM session_turn_leases l WHERE l.conversation_id = inbox.session_id)
+   GROUP BY session_id ORDER BY MIN(id) LIMIT $2`;
 // Only pending rows move: completion is idempotent and a settled row keeps its outcome.
 const COMPLETE = `
   UPDATE inbox SET status = $2, completed_at = ${clockSql(5)}, reply = $3, reason = $4
@@ -63,6 +68,11 @@ export class PgInboxSql {
 
   async allPending(db: Queryable, limit: number): Promise<InboxRow[]> {
     return (await db.query<StoredInboxRow>(ALL_PENDING, [limit])).rows.map(toInboxRow);
+  }
+
+  async unclaimedHeads(db: Queryable, olderThanSeconds: number, limit: number, now: number | null): Promise<Array<{ conversationId: string; inboxId: number }>> {
+    const rows = (await db.query<{ session_id: string; id: string }>(UNCLAIMED_HEADS, [olderThanSeconds, limit, now])).rows;
+    return rows.map((r) => ({ conversationId: r.session_id, inboxId: Number(r.id) }));
   }
 
   async completeRows(

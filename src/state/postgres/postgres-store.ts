@@ -434,6 +434,10 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.inbox.allPending(db, limit));
   }
 
+  async unclaimedPendingHeads(olderThanSeconds: number, limit: number): Promise<Array<{ conversationId: string; inboxId: number }>> {
+    return this.run((db) => this.inbox.unclaimedHeads(db, olderThanSeconds, limit, this.now()));
+  }
+
   /** Only pending rows change: completing a settled row again is a no-op. */
   async completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null = null): Promise<void> {
     return this.run((db) => this.inbox.completeRows(db, ids, status, reply, reason, this.now()));

@@ -130,6 +130,7 @@ export class StubStore implements SessionStore {
   markInboxEnqueued(): Promise<void> { return notUsed("markInboxEnqueued"); }
   pendingInbox(): Promise<InboxRow[]> { return notUsed("pendingInbox"); }
   listPendingInbox(): Promise<InboxRow[]> { return notUsed("listPendingInbox"); }
+  unclaimedPendingHeads(): Promise<Array<{ conversationId: string; inboxId: number }>> { return notUsed("unclaimedPendingHeads"); }
   completeInbox(): Promise<void> { return notUsed("completeInbox"); }
   inboxCounts(): Promise<Record<InboxStatus, number>> { return notUsed("inboxCounts"); }
   createDeliveries(): Promise<number[]> { return notUsed("createDeliveries"); }
