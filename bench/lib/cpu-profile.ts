@@ -1,8 +1,10 @@
 // Summarises a V8 .cpuprofile (node --cpu-prof) over a time window: self time by function and by
 // module (an npm package, a source file of ours, a part of Node), idle time left out. Native
 // frames (no script URL: SQLite's C++ side, JSON.parse, socket writes) are named by function and
-// by the module that called them. Paths are shown relative to the repository.
-import { readFileSync } from "node:fs";
+// by the module that called them. Paths are shown relative to the repository. node --cpu-prof
+// writes one profile per thread (worker threads inherit the flag); each is summarised on its own,
+// and the process's is their sum.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -34,6 +36,8 @@ export interface ProfileSummary {
   samples: number;
   functions: SelfTime[];
   modules: SelfTime[];
+  /** The URL of every script the profile saw run, in the window or not (what tells a thread's role). */
+  scripts: Set<string>;
 }
 
 const REPO = join(import.meta.dirname, "..", "..");
@@ -115,5 +119,45 @@ export function summarizeCpuProfile(file: string, window?: { fromUs: number; toU
   }
   const rank = (m: Map<string, number>): SelfTime[] =>
     [...m.entries()].map(([name, count]) => ({ name, share: busy ? count / busy : 0, ms: count * msPerSample })).sort((a, b) => b.share - a.share);
-  return { busyMs: busy * msPerSample, windowMs, samples, functions: rank(functions), modules: rank(modules) };
+  const scripts = new Set(profile.nodes.map((n) => n.callFrame.url).filter((url) => url !== ""));
+  return { busyMs: busy * msPerSample, windowMs, samples, functions: rank(functions), modules: rank(modules), scripts };
+}
+
+export interface ThreadProfile {
+  threadId: number;
+  file: string;
+}
+
+/** The profiles of process `pid`, one per thread: node names them CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile. */
+export function threadProfiles(dir: string, pid: number): ThreadProfile[] {
+  const byThread = new Map<number, string>();
+  const pattern = new RegExp(`^CPU\\.\\d+\\.\\d+\\.${pid}\\.(\\d+)\\.\\d+\\.cpuprofile$`);
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    const match = pattern.exec(name);
+    if (!match) continue;
+    const threadId = Number(match[1]);
+    const file = join(dir, name);
+    // One per thread is expected; should there be more, the largest is the thread's run.
+    const other = byThread.get(threadId);
+    if (!other || statSync(file).size > statSync(other).size) byThread.set(threadId, file);
+  }
+  return [...byThread].map(([threadId, file]) => ({ threadId, file })).sort((a, b) => a.threadId - b.threadId);
+}
+
+/** Several threads' summaries over the same window as one: self times add up, shares are of the sum. */
+export function combineSummaries(summaries: ProfileSummary[]): ProfileSummary {
+  const busyMs = summaries.reduce((sum, s) => sum + s.busyMs, 0);
+  const merge = (pick: (s: ProfileSummary) => SelfTime[]): SelfTime[] => {
+    const ms = new Map<string, number>();
+    for (const s of summaries) for (const row of pick(s)) ms.set(row.name, (ms.get(row.name) ?? 0) + row.ms);
+    return [...ms].map(([name, m]) => ({ name, ms: m, share: busyMs ? m / busyMs : 0 })).sort((a, b) => b.ms - a.ms);
+  };
+  return {
+    busyMs,
+    windowMs: Math.max(0, ...summaries.map((s) => s.windowMs)),
+    samples: summaries.reduce((sum, s) => sum + s.samples, 0),
+    functions: merge((s) => s.functions),
+    modules: merge((s) => s.modules),
+    scripts: new Set(summaries.flatMap((s) => [...s.scripts])),
+  };
 }

@@ -1,32 +1,15 @@
-// Loaded with `node --import` into a server process the Slack benchmark profiles, never by the
-// gateway itself: counts the SQLite transactions and statements the process runs (better-sqlite3)
-// and the commands its Redis clients send (ioredis, scripts by name), and writes the counts to
-// BENCH_COUNTERS_FILE on SIGUSR2, so the runner can read them before and after a window.
+// Loaded with `node --require` (after tsx's require hook) into a server process the Slack
+// benchmark profiles, never by the gateway itself: counts the SQLite transactions and statements
+// the process runs (better-sqlite3) and the commands its Redis clients send (ioredis, scripts by
+// name), and serves the counts on BENCH_COUNTERS_SOCKET, so the runner can read them before and
+// after a window. Node runs `--require` preloads in every worker thread too (`--import` ones only
+// in the main thread), and a thread has modules of its own: each thread counts its own.
 import { createHash } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { isMainThread } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { Redis } from "ioredis";
 import { onSqliteTransactions } from "../../test/support/transaction-counter.js";
-
-export interface ProcessCounters {
-  /** Increases with every write, so a reader knows the file is new. */
-  seq: number;
-  sqlite: {
-    /** db.transaction(...) calls outside a transaction: one BEGIN ... COMMIT each. */
-    transactions: number;
-    /** Writing statements run outside a transaction: SQLite commits each on its own. */
-    autocommitWrites: number;
-    /** Reading statements run outside a transaction (a read transaction each, no commit). */
-    autocommitReads: number;
-    /** Every statement run, inside a transaction or not (BEGIN, COMMIT and savepoints left out). */
-    statements: number;
-    /** The single-statement writes and reads by their SQL (shortened). */
-    autocommitSql: Record<string, number>;
-  };
-  /** Commands sent by this process's Redis clients, by name (scripts as `evalsha <script>`). */
-  redis: Record<string, number>;
-}
+import { emptyCounters, type Counters } from "./process-counters.js";
+import { shareCounters } from "./thread-counters.js";
 
 type Variadic = (this: unknown, ...args: unknown[]) => unknown;
 
@@ -52,12 +35,8 @@ interface CommandLike {
   args: unknown[];
 }
 
-function instrument(file: string): void {
-  const counters: ProcessCounters = {
-    seq: 0,
-    sqlite: { transactions: 0, autocommitWrites: 0, autocommitReads: 0, statements: 0, autocommitSql: {} },
-    redis: {},
-  };
+function instrument(): Counters {
+  const counters = emptyCounters();
   const kinds = new WeakMap<object, StatementKind>();
 
   // Statements: better-sqlite3's Statement class is only reachable through a statement.
@@ -111,11 +90,8 @@ function instrument(file: string): void {
     return originalSend.call(this, command, ...rest);
   };
 
-  process.on("SIGUSR2", () => {
-    counters.seq += 1;
-    writeFileSync(file, JSON.stringify(counters));
-  });
+  return counters;
 }
 
-const file = process.env.BENCH_COUNTERS_FILE;
-if (isMainThread && file) instrument(file);
+const socket = process.env.BENCH_COUNTERS_SOCKET;
+if (socket) shareCounters(socket, instrument());

@@ -1,65 +1,42 @@
 // `npm run bench -- --only=slack --profile`: one more Switchboard round, closed loop only, with
 // the server under `node --cpu-prof` and the counting preload (instrument-preload.ts). Its
 // figures are not the benchmark's (the profiler and the counting cost time); it answers where the
-// time goes and how many SQLite transactions and Redis commands one message costs. The profile
-// is summarised over the closed-loop window alone (start-up and warm-up left out) and kept as
-// bench/results/slack-switchboard.cpuprofile.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+// time goes and how many SQLite transactions and Redis commands one message costs. Both flags
+// reach every thread: serve's workers thread inherits the process's node flags, so it writes a
+// profile of its own and counts its own statements and commands. The profiles are summarised
+// over the closed-loop window alone (start-up and warm-up left out), per thread and for the
+// process, and kept in bench/results (slack-switchboard.cpuprofile for the main thread).
+import { copyFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { setTimeout as sleep } from "node:timers/promises";
-import { summarizeCpuProfile, type SelfTime } from "./cpu-profile.js";
+import { combineSummaries, summarizeCpuProfile, threadProfiles } from "./cpu-profile.js";
 import type { FakeSlackApi } from "./fake-slack-api.js";
-import type { ProcessCounters } from "./instrument-preload.js";
+import { sumCounters, windowByThread, type ProcessCounters } from "./process-counters.js";
 import { Progress } from "./progress.js";
-import { describePerMessage, diffCounts, totalCount, type CommandStatsReader } from "./redis-commands.js";
+import type { CommandStatsReader } from "./redis-commands.js";
 import type { BenchContext } from "./result.js";
 import { closedLoop, warmUp, type SlackDriver, type SlackShape } from "./slack-load.js";
+import { renderProfileReport, threadRole, type ProfiledThread } from "./slack-profile-report.js";
 import { startSwitchboard } from "./slack-systems.js";
+import { readProcessCounters } from "./thread-counters.js";
 
 const RESULTS_DIR = join(import.meta.dirname, "..", "results");
-const PRELOAD = pathToFileURL(join(import.meta.dirname, "instrument-preload.ts")).href;
+/** `--require`, not `--import`: node runs only `--require` preloads in worker threads too. */
+const PRELOAD = ["--require", createRequire(import.meta.url).resolve("tsx/cjs"), "--require", join(import.meta.dirname, "instrument-preload.ts")];
 
-/** Asks the process for its counters (SIGUSR2) and waits for the file it writes. */
-async function readCounters(pid: number, file: string, previousSeq: number): Promise<ProcessCounters> {
-  process.kill(pid, "SIGUSR2");
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (existsSync(file)) {
-      try {
-        const counters = JSON.parse(readFileSync(file, "utf8")) as ProcessCounters;
-        if (counters.seq > previousSeq) return counters;
-      } catch {
-        // Caught mid-write: read again.
-      }
-    }
-    await sleep(20);
+/** bench/results/slack-switchboard[-<thread>].cpuprofile; none for tsx's loader threads. */
+function resultName(thread: ProfiledThread): string | null {
+  switch (thread.role) {
+    case "main":
+      return "slack-switchboard.cpuprofile";
+    case "workers":
+    case "checkpointer":
+      return `slack-switchboard-${thread.role}.cpuprofile`;
+    case "loader":
+      return null;
+    default:
+      return `slack-switchboard-thread${thread.threadId}.cpuprofile`;
   }
-  throw new Error("the profiled server did not write its counters");
-}
-
-/** The main thread's profile: node names them CPU.<date>.<pid>.<thread>.<seq>.cpuprofile, thread 0 first. */
-function mainThreadProfile(dir: string, pid: number): string | null {
-  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".cpuprofile") && f.includes(`.${pid}.0.`)) : [];
-  if (files.length === 0) return null;
-  return join(dir, files.sort((a, b) => statSync(join(dir, b)).size - statSync(join(dir, a)).size)[0]);
-}
-
-/** `"sql" n.nn`, most frequent first (SQL holds commas, so entries are quoted). */
-function describeCounts(counts: Record<string, number>, messages: number): string {
-  return Object.entries(counts)
-    .sort((a, b) => b[1] - a[1])
-    .filter(([, n]) => n / messages >= 0.05)
-    .map(([sql, n]) => `\`${sql}\` ${(n / messages).toFixed(2)}`)
-    .join("; ");
-}
-
-function table(rows: SelfTime[], heading: string, count: number): string[] {
-  return [
-    `| ${heading} | self time | share |`,
-    "|---|---|---|",
-    ...rows.slice(0, count).map((r) => `| ${r.name.replace(/\|/g, "\\|")} | ${r.ms.toFixed(0)} ms | ${(r.share * 100).toFixed(1)}% |`),
-  ];
 }
 
 export async function profileSwitchboard(
@@ -69,14 +46,14 @@ export async function profileSwitchboard(
 ): Promise<string> {
   const dir = join(ctx.workDir, "slack-profile");
   const profileDir = join(dir, "cpu");
-  const countersFile = join(dir, "counters.json");
+  const socket = join(dir, "counters.sock");
   mkdirSync(profileDir, { recursive: true });
   const system = await startSwitchboard({
     redisUrl: env.redisUrl,
     slackApiUrl: env.fake.url,
     dir,
-    nodeArgs: ["--cpu-prof", "--cpu-prof-dir", profileDir, "--import", PRELOAD],
-    env: { BENCH_COUNTERS_FILE: countersFile },
+    nodeArgs: ["--cpu-prof", "--cpu-prof-dir", profileDir, ...PRELOAD],
+    env: { BENCH_COUNTERS_SOCKET: socket },
   });
   const messages = shape.conversations * shape.messages;
   let run: Awaited<ReturnType<typeof closedLoop>>;
@@ -86,63 +63,60 @@ export async function profileSwitchboard(
   let toUs: number;
   try {
     await warmUp(env.driver, system);
-    before = await readCounters(system.pid, countersFile, 0);
+    before = await readProcessCounters(socket);
     const progress = new Progress("Switchboard, profiled: closed loop", messages, ctx.progress);
-    // V8 stamps samples with the monotonic clock process.hrtime reads.
+    // V8 stamps samples with the monotonic clock process.hrtime reads, in every thread.
     fromUs = Number(process.hrtime.bigint() / 1000n);
     run = await closedLoop(env.driver, system, env.fake, env.stats, shape.conversations, shape.messages, progress);
     toUs = Number(process.hrtime.bigint() / 1000n);
     progress.finish();
-    after = await readCounters(system.pid, countersFile, before.seq);
+    after = await readProcessCounters(socket);
   } finally {
-    // The profile is written when the process exits.
+    // Each thread's profile is written when the thread exits.
     await system.stop();
   }
 
-  const file = mainThreadProfile(profileDir, system.pid);
-  const lines: string[] = ["#### Where Switchboard's time goes (profiled round)", ""];
-  const sqlite = {
-    transactions: after.sqlite.transactions - before.sqlite.transactions,
-    autocommitWrites: after.sqlite.autocommitWrites - before.sqlite.autocommitWrites,
-    autocommitReads: after.sqlite.autocommitReads - before.sqlite.autocommitReads,
-    statements: after.sqlite.statements - before.sqlite.statements,
-  };
-  const autocommitSql = diffCounts(before.sqlite.autocommitSql, after.sqlite.autocommitSql);
-  const perMsg = (n: number): string => (n / messages).toFixed(2);
-  const sent = diffCounts(before.redis, after.redis);
-  lines.push(
-    `Closed loop, ${shape.conversations} conversations x ${shape.messages} messages under \`node --cpu-prof\` and the counting preload ` +
-      `(${(messages / run.seconds).toFixed(0)} msg/s while profiled). Per message:`,
-    "",
-    `- SQLite: ${perMsg(sqlite.transactions + sqlite.autocommitWrites)} commits (${perMsg(sqlite.transactions)} BEGIN...COMMIT transactions + ` +
-      `${perMsg(sqlite.autocommitWrites)} single-statement writes), ${perMsg(sqlite.autocommitReads)} single-statement reads, ${perMsg(sqlite.statements)} statements in all;`,
-    `- single statements outside a transaction, per message: ${describeCounts(autocommitSql, messages)};`,
-    `- Redis, sent by the process: ${perMsg(totalCount(sent))} commands — ${describePerMessage(sent, messages)};`,
-    `- Redis, executed by the server (INFO commandstats, scripts' own commands included): ${perMsg(totalCount(run.redis))} — ${describePerMessage(run.redis, messages)}.`,
-    "",
-  );
-  if (!file) {
-    lines.push("No CPU profile was written (the server did not exit cleanly).");
-    return lines.join("\n");
+  const counted = new Map(windowByThread(before, after).map((t) => [t.threadId, t.counters]));
+  const lifetimeSql = (threadId: number): string[] => Object.keys(after.threads.find((t) => t.threadId === threadId)?.counters.sqlite.autocommitSql ?? {});
+  const profiles = threadProfiles(profileDir, system.pid);
+  let windowed = true;
+  let summaries = profiles.map((p) => summarizeCpuProfile(p.file, { fromUs, toUs }));
+  if (summaries.length > 0 && summaries.every((s) => s.samples === 0)) {
+    // Clocks that do not line up: fall back to the whole profiles rather than show nothing.
+    windowed = false;
+    summaries = profiles.map((p) => summarizeCpuProfile(p.file));
+  }
+  const threads: ProfiledThread[] = profiles.map((p, i) => ({
+    threadId: p.threadId,
+    role: threadRole(p.threadId, summaries[i].scripts, lifetimeSql(p.threadId)),
+    profile: summaries[i],
+    counters: counted.get(p.threadId) ?? null,
+  }));
+  // A thread that counted but left no profile (it did not exit cleanly) still shows its counts.
+  for (const [threadId, counters] of counted) {
+    if (!threads.some((t) => t.threadId === threadId)) threads.push({ threadId, role: threadRole(threadId, null, lifetimeSql(threadId)), profile: null, counters });
   }
   mkdirSync(RESULTS_DIR, { recursive: true });
-  copyFileSync(file, join(RESULTS_DIR, "slack-switchboard.cpuprofile"));
-  let summary = summarizeCpuProfile(file, { fromUs, toUs });
-  let scope = "the closed-loop window";
-  if (summary.samples === 0) {
-    // Clocks that do not line up: fall back to the whole profile rather than show nothing.
-    summary = summarizeCpuProfile(file);
-    scope = "the whole process lifetime (the window could not be located in the profile)";
+  const kept: string[] = [];
+  for (const [i, p] of profiles.entries()) {
+    const name = resultName(threads[i]);
+    if (!name) continue;
+    copyFileSync(p.file, join(RESULTS_DIR, name));
+    kept.push(name);
   }
-  lines.push(
-    `CPU profile of the server's main thread over ${scope}: ${(summary.busyMs / 1000).toFixed(1)} s busy of ${(summary.windowMs / 1000).toFixed(1)} s ` +
-      `(${(summary.busyMs / messages).toFixed(2)} ms per message). Self time by module:`,
-    "",
-    ...table(summary.modules, "module", 15),
-    "",
-    "Self time by function:",
-    "",
-    ...table(summary.functions, "function", 20),
-  );
-  return lines.join("\n");
+  return renderProfileReport({
+    conversations: shape.conversations,
+    messagesPerConversation: shape.messages,
+    msgsPerS: messages / run.seconds,
+    processCpuMs: run.cpuMs,
+    windowed,
+    threads,
+    process: {
+      profile: summaries.length > 0 ? combineSummaries(summaries) : null,
+      counters: sumCounters([...counted.values()]),
+    },
+    executedRedis: run.redis,
+    unanswered: after.unanswered,
+    kept,
+  });
 }
