@@ -11,7 +11,7 @@ import type { DeliveryRow, SessionStore } from "../state/types.js";
 import type { EventPublisher } from "../bus/types.js";
 import type { CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { DELIVERY_QUEUE, deliveryJobId, withTimeout, workerConnection, type DeliveryJobData, type GatewayQueues } from "./queues.js";
+import { DELIVERY_QUEUE, closeWorker, deliveryJobId, withTimeout, workerConnection, type DeliveryJobData, type GatewayQueues } from "./queues.js";
 import { PermanentSendError, RateLimitedError, type PlatformAdapter } from "./types.js";
 
 export interface DeliveryDeps {
@@ -33,6 +33,9 @@ const MAX_ATTEMPTS = 12;
  * sender is taken for dead and the resend is marked as a possible duplicate.
  */
 export const SENDING_CLAIM_SECONDS = 5;
+
+/** How long the deliveries worker may take to close (an attempt in flight is one platform request). */
+const DELIVERY_WORKER_CLOSE_MS = 15_000;
 
 /** How long enqueueing one delivery job may take. */
 const ENQUEUE_TIMEOUT_MS = 1500;
@@ -167,7 +170,7 @@ export class DeliveryWorkers {
   }
 
   async stop(): Promise<void> {
-    await this.worker?.close();
+    if (this.worker && !(await closeWorker(this.worker, DELIVERY_WORKER_CLOSE_MS))) this.deps.logger.warn("the deliveries queue's worker did not close in time; left to disconnect");
     this.worker = null;
   }
 

@@ -3,7 +3,7 @@
 // dead turn's wake-up also names the dead holder ("inbox-<id>-after-<hash>"), and a wake-up a
 // turn hands on to its session's next row has an id of its own ("inbox-<id>-next-<random>").
 import { createHash, randomUUID } from "node:crypto";
-import { Queue, type ConnectionOptions } from "bullmq";
+import { Queue, type ConnectionOptions, type Worker } from "bullmq";
 import { Redis, type RedisOptions } from "ioredis";
 
 export const TURN_QUEUE = "turns";
@@ -149,6 +149,23 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, what: stri
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Close a BullMQ worker (it waits for its active jobs), but give up on it after `timeoutMs`: a
+ * worker whose client is still reconnecting after a Redis restart never finishes closing (nor
+ * disconnecting), which would hold a shutdown forever. Its disconnect is then only started. True
+ * when it closed in time.
+ */
+export async function closeWorker(worker: Worker, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    worker.close().then(() => true),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  if (!closed) void worker.disconnect().catch(() => undefined);
+  return closed;
 }
 
 /** Connection options for a BullMQ Worker: it owns (creates and closes) its blocking clients. */

@@ -11,7 +11,7 @@ import type { EventPublisher, InterruptRequest } from "../bus/types.js";
 import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { LocalWakeUps, type WakeUp, type WakeUpSink } from "./local-wake-ups.js";
-import { TURN_QUEUE, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
+import { TURN_QUEUE, closeWorker, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
 import { ToolCatalog } from "./tool-catalog.js";
 import { hasMedia, mediaOfRow, rejectedMediaNote, type MediaFetcher } from "./turn-media.js";
@@ -57,6 +57,9 @@ export interface TurnWorkerDeps {
 
 /** How long the lease waits for the turn's events to reach Redis (an outage must not hold it). */
 const EVENTS_FLUSH_TIMEOUT_MS = 2_000;
+
+/** How long past the shutdown grace the queue's worker may take to close. */
+const WORKER_CLOSE_MARGIN_MS = 10_000;
 
 /** Turns one job runs back to back for its session when it cannot hand on (Redis refuses wake-ups). */
 const MAX_TURNS_PER_JOB = 50;
@@ -150,7 +153,14 @@ export class TurnWorkers {
   /** Stop taking jobs; running turns get `graceMs` to finish, then are interrupted. */
   async stop(graceMs: number): Promise<void> {
     if (!this.worker) return;
-    const closing = Promise.all([this.worker.close(), this.local?.close()]);
+    const worker = this.worker;
+    const closing = Promise.all([
+      // Its active jobs are interrupted at graceMs like every turn; past that plus a margin it is given up.
+      closeWorker(worker, graceMs + WORKER_CLOSE_MARGIN_MS).then((closed) => {
+        if (!closed) this.deps.logger.warn("the turn queue's worker did not close in time; left to disconnect");
+      }),
+      this.local?.close(),
+    ]);
     const deadline = setTimeout(() => {
       for (const turns of this.running.values()) for (const turn of turns) turn.agent.interrupt("server shutting down", { hardCancel: false });
     }, graceMs);

@@ -11,7 +11,6 @@ import { loadAdapters } from "../adapters/load-adapters.js";
 import { THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/thread-keys.js";
 import type { BrowserRules } from "../clients/browser-rules.js";
 import type { GatewayConfig } from "./config.js";
-import { observeLeases, type LeaseObserver } from "./lease-observer.js";
 import type { WorkersThreadStatus } from "./workers-thread-protocol.js";
 import { DeliveryDispatcher } from "../gateway/delivery-worker.js";
 import { startEmbeddedRedis, type EmbeddedRedis } from "../bus/embedded-redis.js";
@@ -54,8 +53,6 @@ export interface GatewayOptions {
    * too and TURN_WAKE_UPS is `local`.
    */
   inProcessWakeUps?: boolean;
-  /** Told of every turn lease the workers try to take and give back (the workers thread's supervisor). */
-  leaseObserver?: LeaseObserver;
   /**
    * SQLite: checkpoint the WAL from a thread of its own (default) rather than inside commits. The
    * workers thread of `serve` says no: the main thread's checkpointer already checkpoints the
@@ -192,7 +189,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
       const provider = options.provider ?? createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
       const turnWorkers = new TurnWorkers({
-        config, store: options.leaseObserver ? observeLeases(store, options.leaseObserver) : store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
+        config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
         wakeAgain: (conversationId, inboxId) => addHandOnWakeUp(queues, conversationId, inboxId),

@@ -11,7 +11,6 @@ export interface WorkersThreadData {
 /** Thread -> main. */
 export type FromWorkersThread =
   | { type: "ready" }
-  | { type: "lease"; op: "acquiring" | "released"; sessionId: string; holder: string }
   | { type: "metrics"; id: number; metrics: object[] }
   /** The thread's MCP servers (it runs them, since tools run in turns): sent at start, then every MCP_STATUS_INTERVAL_MS. */
   | { type: "mcp"; status: Record<string, McpServerStatus> };

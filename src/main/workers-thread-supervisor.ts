@@ -1,8 +1,9 @@
 // Runs the workers thread of `switchboard serve` and keeps it running: a thread that dies is
 // started again (with backoff), after its turn leases are handed on. Its holders name this
 // process's pid, which is alive, so turn recovery could not prove them dead before they expire
-// (LEASE_TTL_SECONDS): the supervisor, which saw the thread die, releases them itself and wakes
-// a worker for each conversation with pending messages, as turn recovery does for a dead process.
+// (LEASE_TTL_SECONDS): the supervisor, which saw the thread die, finds them in the database (the
+// holders naming this process: the main thread takes no leases), releases them itself and wakes a
+// worker for each conversation with pending messages, as turn recovery does for a dead process.
 // Nothing accepted is lost either way: the inbox rows are durable.
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
@@ -58,8 +59,6 @@ export class WorkersThreadSupervisor implements WakeUpSink {
   private readonly metricsWaiters = new Map<number, (metrics: object[]) => void>();
   /** The running thread's MCP servers as it last reported them; empty while no thread runs. */
   private mcp: Record<string, McpServerStatus> = {};
-  /** Leases the thread holds or is trying to take: holder -> session id. */
-  private readonly leases = new Map<string, string>();
 
   constructor(private readonly deps: WorkersThreadDeps) {}
 
@@ -157,10 +156,6 @@ export class WorkersThreadSupervisor implements WakeUpSink {
           this.metricsWaiters.get(message.id)?.(message.metrics);
         } else if (message.type === "mcp") {
           this.mcp = message.status;
-        } else if (message.op === "acquiring") {
-          this.leases.set(message.holder, message.sessionId);
-        } else {
-          this.leases.delete(message.holder);
         }
       });
       worker.on("error", (err) => this.deps.logger.error({ err: err.message, stack: err.stack, threadId: worker.threadId }, "the workers thread failed"));
@@ -179,7 +174,7 @@ export class WorkersThreadSupervisor implements WakeUpSink {
     if (ranForMs >= HEALTHY_AFTER_MS) this.deathsInRow = 0;
     const delayMs = Math.min(RESTART_DELAY_MS * 2 ** this.deathsInRow, MAX_RESTART_DELAY_MS);
     this.deathsInRow++;
-    this.deps.logger.error({ code, leases: this.leases.size, restartInMs: delayMs }, "the workers thread died; handing on its leases and starting another");
+    this.deps.logger.error({ code, restartInMs: delayMs }, "the workers thread died; handing on its leases and starting another");
     void this.handOnLeases().finally(() => {
       if (this.stopping) return;
       this.restartTimer = setTimeout(() => {
@@ -192,28 +187,31 @@ export class WorkersThreadSupervisor implements WakeUpSink {
   }
 
   /**
-   * For each lease the dead thread may hold: a wake-up job for its conversation's pending head
-   * (the id turn recovery would use for this holder, so the two add one job), then the release,
-   * which only a lease this very holder still has is subject to. A failure leaves the lease to
-   * expire, and turn recovery takes it then.
+   * For each lease this process holds (only the thread takes leases, and it is gone): a wake-up job
+   * for its conversation's pending head (the id turn recovery would use for this holder, so the two
+   * add one job), then the release, which only a lease this very holder still has is subject to. A
+   * failure leaves the lease to expire, and turn recovery takes it then.
    */
   private async handOnLeases(): Promise<void> {
     const { store, queues, logger } = this.deps;
-    const leases = [...this.leases];
-    this.leases.clear();
-    for (const [holder, sessionId] of leases) {
+    let leases: Array<{ conversationId: string; holder: string }>;
+    try {
+      leases = await store.sessionTurnLeasesOfThisProcess();
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "could not list the dead workers thread's leases; they will expire");
+      return;
+    }
+    for (const { conversationId, holder } of leases) {
       try {
-        if ((await store.getSessionTurnLease(sessionId))?.holder !== holder) continue;
-        const conversationId = await store.conversationIdOf(sessionId);
         const [head] = await store.pendingInbox(conversationId, 1);
         if (head) {
           const job = { conversationId, inboxId: head.id };
           await withTimeout(queues.turns.add("turn", job, { jobId: recoveryJobId(head.id, holder) }), ENQUEUE_TIMEOUT_MS, "enqueue a wake-up");
         }
-        await store.releaseSessionTurnLease(sessionId, holder);
+        await store.releaseSessionTurnLease(conversationId, holder);
         logger.info({ conversationId, holder, inboxId: head?.id ?? null }, "handed on a turn lease of the dead workers thread");
       } catch (err) {
-        logger.warn({ sessionId, holder, err: (err as Error).message }, "could not hand on a lease of the dead workers thread; it will expire");
+        logger.warn({ conversationId, holder, err: (err as Error).message }, "could not hand on a lease of the dead workers thread; it will expire");
       }
     }
   }

@@ -22,10 +22,6 @@ const gateway = await startGateway(config, {
   logger,
   backgroundCheckpoints: false,
   inProcessWakeUps: config.turnWakeUps === "local",
-  leaseObserver: {
-    acquiring: (sessionId, holder) => post({ type: "lease", op: "acquiring", sessionId, holder }),
-    released: (sessionId, holder) => post({ type: "lease", op: "released", sessionId, holder }),
-  },
 });
 port.on("message", (message: ToWorkersThread) => {
   if (message.type === "wake") {

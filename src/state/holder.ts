@@ -61,6 +61,12 @@ export function parseHolder(holder: string): ParsedHolder | null {
   return { pid, host };
 }
 
+/** True when the holder names this process: its pid, on this host. */
+export function isHeldByThisProcess(holder: string, localHost: string): boolean {
+  const parsed = parseHolder(holder);
+  return parsed !== null && parsed.pid === process.pid && parsed.host === localHost;
+}
+
 /** True only when the holder names this host and its process no longer exists (ESRCH). */
 export function isHolderProvablyDead(holder: string, localHost: string): boolean {
   const parsed = parseHolder(holder);

@@ -3,7 +3,7 @@
 // compression-lineage root, which the caller resolves); times are epoch seconds from the store's clock.
 import type { Database, Statement } from "better-sqlite3";
 import { TurnLeaseLostError } from "./errors.js";
-import { isHolderProvablyDead } from "./holder.js";
+import { isHeldByThisProcess, isHolderProvablyDead } from "./holder.js";
 import type { LeaseAttempt } from "./lease-admission.js";
 import type { StaleLease } from "./types.js";
 
@@ -117,6 +117,11 @@ export class LeaseSql {
   }
 
   /** Every lease an acquire would take over now (expired, or its holder provably dead). Read only. */
+  /** Leases whose holder names this very process (pid and host). */
+  listHeldByThisProcess(): Array<{ conversationId: string; holder: string }> {
+    return this.selectAll.all().filter((row) => isHeldByThisProcess(row.holder, this.thisHost)).map((row) => ({ conversationId: row.conversation_id, holder: row.holder }));
+  }
+
   listStale(now: number): StaleLease[] {
     const stale: StaleLease[] = [];
     for (const row of this.selectAll.all()) {

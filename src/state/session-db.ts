@@ -365,6 +365,10 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.leases.listStale(this.clock()));
   }
 
+  async sessionTurnLeasesOfThisProcess(): Promise<Array<{ conversationId: string; holder: string }>> {
+    return this.run(() => this.leases.listHeldByThisProcess());
+  }
+
   async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
     const reaped = await this.run(() => this.leases.reap(conversationId, holder, this.clock()));
     if (reaped) this.announceRelease(conversationId);

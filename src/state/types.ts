@@ -393,6 +393,11 @@ export interface SessionStore extends InboxStore, DeliveryStore {
    */
   staleSessionTurnLeases(): Promise<StaleLease[]>;
   /**
+   * Leases whose holder names this process. `serve`'s supervisor hands on those of a workers thread
+   * that died: the process (so the holders' pid) is alive, so nothing else could prove them dead.
+   */
+  sessionTurnLeasesOfThisProcess(): Promise<Array<{ conversationId: string; holder: string }>>;
+  /**
    * Delete a conversation's lease if `holder` still holds it and it is still stale (the acquire's
    * test, in one transaction: a live holder is never reaped); wakes its waiters like a release.
    * True when the row was deleted.

@@ -174,6 +174,18 @@ describe.each(storeBackends)("lease on $name", (backend) => {
       expect((await db.staleSessionTurnLeases()).map((l) => l.conversationId).sort()).toEqual(["dead", "elsewhere", "short"]);
     });
 
+    it("lists the leases this process holds: its pid on this host, no other", async () => {
+      const db = await store.open({ hostname: HOST });
+      const mine = holderOn(HOST, process.pid, "mine");
+      await db.tryAcquireSessionTurnLease("mine", mine, { ttlSeconds: 3600 });
+      await db.tryAcquireSessionTurnLease("parent", holderOn(HOST, process.ppid, "parent"), { ttlSeconds: 3600 });
+      await db.tryAcquireSessionTurnLease("twin", holderOn("other-host", process.pid, "twin"), { ttlSeconds: 3600 });
+      await db.tryAcquireSessionTurnLease("opaque", "opaque", { ttlSeconds: 3600 });
+      expect(await db.sessionTurnLeasesOfThisProcess()).toEqual([{ conversationId: "mine", holder: mine }]);
+      await db.releaseSessionTurnLease("mine", mine);
+      expect(await db.sessionTurnLeasesOfThisProcess()).toEqual([]);
+    });
+
     it("reaps only the holder it was found with, and only while it is still stale", async () => {
       const clock = manualClock(1000);
       const db = await store.open({ now: clock.now, hostname: HOST });

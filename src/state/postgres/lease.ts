@@ -4,7 +4,7 @@
 // resolves them). A holder on another host is only ever replaced once its lease has expired.
 import type pg from "pg";
 import { TurnLeaseLostError } from "../errors.js";
-import { isHolderProvablyDead } from "../holder.js";
+import { isHeldByThisProcess, isHolderProvablyDead } from "../holder.js";
 import type { LeaseAttempt } from "../lease-admission.js";
 import type { StaleLease } from "../types.js";
 import { clockSql, type Queryable } from "./connection.js";
@@ -116,6 +116,12 @@ export class PgLeaseSql {
   }
 
   /** Every lease an acquire would take over now (expired, or its holder provably dead). Read only. */
+  /** Leases whose holder names this very process (pid and host). */
+  async listHeldByThisProcess(db: Queryable): Promise<Array<{ conversationId: string; holder: string }>> {
+    const rows = (await db.query<LeaseWithClock & { conversation_id: string }>(SELECT_ALL_WITH_CLOCK, [null])).rows;
+    return rows.filter((row) => isHeldByThisProcess(row.holder, this.thisHost)).map((row) => ({ conversationId: row.conversation_id, holder: row.holder }));
+  }
+
   async listStale(db: Queryable, now: number | null): Promise<StaleLease[]> {
     const rows = (await db.query<LeaseWithClock & { conversation_id: string }>(SELECT_ALL_WITH_CLOCK, [now])).rows;
     const stale: StaleLease[] = [];

@@ -350,6 +350,10 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.leases.listStale(db, this.now()));
   }
 
+  async sessionTurnLeasesOfThisProcess(): Promise<Array<{ conversationId: string; holder: string }>> {
+    return this.run((db) => this.leases.listHeldByThisProcess(db));
+  }
+
   async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
     const reaped = await this.transaction((client) => this.leases.reap(client, conversationId, holder, this.now()));
     if (reaped) this.announceRelease(conversationId);

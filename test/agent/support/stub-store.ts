@@ -131,6 +131,7 @@ export class StubStore implements SessionStore {
   pendingInbox(): Promise<InboxRow[]> { return notUsed("pendingInbox"); }
   listPendingInbox(): Promise<InboxRow[]> { return notUsed("listPendingInbox"); }
   unclaimedPendingHeads(): Promise<Array<{ conversationId: string; inboxId: number }>> { return notUsed("unclaimedPendingHeads"); }
+  sessionTurnLeasesOfThisProcess(): Promise<Array<{ conversationId: string; holder: string }>> { return notUsed("sessionTurnLeasesOfThisProcess"); }
   completeInbox(): Promise<void> { return notUsed("completeInbox"); }
   inboxCounts(): Promise<Record<InboxStatus, number>> { return notUsed("inboxCounts"); }
   createDeliveries(): Promise<number[]> { return notUsed("createDeliveries"); }
