@@ -19,11 +19,13 @@ const INSERT_ALL = `
 const SELECT_BY_ID = `SELECT ${COLUMNS} FROM deliveries WHERE id = $1`;
 // SET expressions see the row as it was before the update: one already 'sending' becomes a possible
 // duplicate. A 'sending' row is taken only once its claim is $3 seconds old.
+// With no reclaim age the row is taken whatever its time: two racing claims start their
+// transactions microseconds apart, and the later row version can carry the later clock.
 const CLAIM = `
   UPDATE deliveries
      SET possible_duplicate = (possible_duplicate OR status = 'sending'),
          status = 'sending', attempts = attempts + 1, updated_at = ${clockSql(2)}
-   WHERE id = $1 AND (status = 'pending' OR (status = 'sending' AND updated_at <= ${clockSql(2)} - $3::float8))
+   WHERE id = $1 AND (status = 'pending' OR (status = 'sending' AND ($3::float8 <= 0 OR updated_at <= ${clockSql(2)} - $3::float8)))
   RETURNING ${COLUMNS}`;
 const MARK_SENT = `UPDATE deliveries SET status = 'sent', platform_message_id = $2, updated_at = ${clockSql(3)} WHERE id = $1`;
 // A row already sent stays sent: a late failure report must not resend it.
