@@ -10,6 +10,7 @@ import {
 } from "@slack/web-api";
 import type { Logger } from "pino";
 import { secondsToMs } from "../../agent/providers/retry-after.js";
+import { slackFetch } from "./buffered-fetch.js";
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
 
 /** Slack error codes that no retry can fix. */
@@ -45,6 +46,8 @@ export function createSlackWebClient(botToken: string, apiUrl: string, logger: L
     retryConfig: { retries: 0 },
     timeout: 15_000,
     logger: slackLoggerFor(logger),
+    // Its requests through undici's request API, without a WHATWG stream per call.
+    fetch: slackFetch,
   });
 }
 
