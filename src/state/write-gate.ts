@@ -1,0 +1,85 @@
+// The threads of one process that write the same SQLite file (serve: the HTTP ingress on the main
+// thread, the turns in the workers thread) take turns at a lock in shared memory around their
+// write transactions. Without it they meet SQLITE_BUSY from each other, and with busy_timeout 0
+// each collision becomes an asynchronous retry on a timer (1 ms and up, much later on a busy
+// event loop) in the middle of an HTTP ack. With it a writer waits only while the other thread
+// runs its (synchronous, short) transaction, and wakes the moment it ends. Other processes on the
+// same file still meet SQLITE_BUSY and retry (busy-retry.ts): the gate is a shortcut, SQLite's
+// own lock stays what keeps the writes apart.
+import { getEnvironmentData, setEnvironmentData, threadId } from "node:worker_threads";
+
+const KEY_PREFIX = "switchboard.sqlite-write-gate:";
+/** Past this, the holder is taken for gone (a terminated thread cannot release) and the gate is taken over. */
+const DEFAULT_STEAL_AFTER_MS = 1_000;
+const FREE = 0;
+
+export class WriteGate {
+  /** This thread's mark in the cell: never FREE (thread ids start at 0). */
+  private readonly me = threadId + 1;
+  private readonly counters = { waits: 0, waitedMs: 0, taken: 0 };
+
+  private constructor(
+    private readonly cell: Int32Array,
+    private readonly stealAfterMs: number,
+  ) {}
+
+  /**
+   * The gate of this file for this process: the first opener creates it, and threads started
+   * afterwards (worker_threads environment data) share it. A thread started before the file was
+   * opened gets a gate of its own, which only means no shortcut between those two threads.
+   */
+  static forFile(fileKey: string, stealAfterMs = DEFAULT_STEAL_AFTER_MS): WriteGate {
+    const key = KEY_PREFIX + fileKey;
+    const inherited = getEnvironmentData(key);
+    if (inherited instanceof SharedArrayBuffer) return new WriteGate(new Int32Array(inherited), stealAfterMs);
+    const shared = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
+    setEnvironmentData(key, shared);
+    return new WriteGate(new Int32Array(shared), stealAfterMs);
+  }
+
+  /** A gate nobody else shares (an in-memory database). */
+  static private(): WriteGate {
+    return new WriteGate(new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)), DEFAULT_STEAL_AFTER_MS);
+  }
+
+  /** Run a synchronous write holding the gate. Nested calls in this thread run straight through. */
+  hold<T>(work: () => T): T {
+    const taken = this.take();
+    try {
+      return work();
+    } finally {
+      if (taken) this.release();
+    }
+  }
+
+  /** How often this thread found the gate held and how long it waited, for diagnostics. */
+  stats(): { waits: number; waitedMs: number; taken: number } {
+    return { ...this.counters };
+  }
+
+  /** True when this call took the gate (and must release it); false when this thread already held it. */
+  private take(): boolean {
+    let started = 0;
+    for (;;) {
+      const holder = Atomics.compareExchange(this.cell, 0, FREE, this.me);
+      if (holder === FREE) break;
+      if (holder === this.me) return false;
+      if (started === 0) {
+        started = performance.now();
+        this.counters.waits += 1;
+      }
+      const left = this.stealAfterMs - (performance.now() - started);
+      // Sleeps until the holder's release() notifies, or the cell changes under it.
+      if (left > 0 && Atomics.wait(this.cell, 0, holder, left) !== "timed-out") continue;
+      if (Atomics.compareExchange(this.cell, 0, holder, this.me) === holder) break;
+    }
+    if (started !== 0) this.counters.waitedMs += performance.now() - started;
+    this.counters.taken += 1;
+    return true;
+  }
+
+  private release(): void {
+    // Only our own mark is cleared: a gate taken over from us stays with its new holder.
+    if (Atomics.compareExchange(this.cell, 0, this.me, FREE) === this.me) Atomics.notify(this.cell, 0, 1);
+  }
+}
