@@ -198,11 +198,6 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.gate.hold(work));
   }
 
-  /** This thread's waits at the write gate (diagnostics). */
-  writeGateStats(): { waits: number; waitedMs: number; taken: number } {
-    return this.gate.stats();
-  }
-
   private armTracked(conversationId: string): ArmedWakeup {
     const armed = armWakeup(this.fileKey, conversationId);
     this.activeWakeups.add(armed);

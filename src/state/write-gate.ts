@@ -13,10 +13,16 @@ const KEY_PREFIX = "switchboard.sqlite-write-gate:";
 const DEFAULT_STEAL_AFTER_MS = 1_000;
 const FREE = 0;
 
+const counted = { waits: 0, waitedMs: 0 };
+
+/** How often this thread found a write gate held since it started, and how long it waited (for /metrics). */
+export function writeGateStats(): { waits: number; waitedMs: number } {
+  return { ...counted };
+}
+
 export class WriteGate {
   /** This thread's mark in the cell: never FREE (thread ids start at 0). */
   private readonly me = threadId + 1;
-  private readonly counters = { waits: 0, waitedMs: 0, taken: 0 };
 
   private constructor(
     private readonly cell: Int32Array,
@@ -52,11 +58,6 @@ export class WriteGate {
     }
   }
 
-  /** How often this thread found the gate held and how long it waited, for diagnostics. */
-  stats(): { waits: number; waitedMs: number; taken: number } {
-    return { ...this.counters };
-  }
-
   /** True when this call took the gate (and must release it); false when this thread already held it. */
   private take(): boolean {
     let started = 0;
@@ -66,15 +67,14 @@ export class WriteGate {
       if (holder === this.me) return false;
       if (started === 0) {
         started = performance.now();
-        this.counters.waits += 1;
+        counted.waits += 1;
       }
       const left = this.stealAfterMs - (performance.now() - started);
       // Sleeps until the holder's release() notifies, or the cell changes under it.
       if (left > 0 && Atomics.wait(this.cell, 0, holder, left) !== "timed-out") continue;
       if (Atomics.compareExchange(this.cell, 0, holder, this.me) === holder) break;
     }
-    if (started !== 0) this.counters.waitedMs += performance.now() - started;
-    this.counters.taken += 1;
+    if (started !== 0) counted.waitedMs += performance.now() - started;
     return true;
   }
 
