@@ -25,11 +25,11 @@ export function busyRetryStats(): { retries: number; sleptMs: number } {
 }
 
 /** Run `work` until it does not fail with busy/locked, or rethrow once `deadlineMs` has passed. */
-export async function retryWhileBusy<T>(work: () => T, deadlineMs: number): Promise<T> {
+export async function retryWhileBusy<T>(work: () => T | Promise<T>, deadlineMs: number): Promise<T> {
   const started = performance.now();
   for (let attempt = 0; ; attempt++) {
     try {
-      return work();
+      return await work();
     } catch (err) {
       if (!isSqliteBusy(err)) throw err;
       const remaining = deadlineMs - (performance.now() - started);

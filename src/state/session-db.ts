@@ -193,9 +193,16 @@ export class SessionDB implements SessionStore {
     }, this.busyRetryDeadlineMs);
   }
 
-  /** A call that writes: run() holding the write gate. */
+  /** A call that writes: run() holding the write gate, waited for without blocking the event loop. */
   private write<T>(work: () => T): Promise<T> {
-    return this.run(() => this.gate.hold(work));
+    return retryWhileBusy(
+      () =>
+        this.gate.holdAsync(() => {
+          this.assertOpen();
+          return work();
+        }),
+      this.busyRetryDeadlineMs,
+    );
   }
 
   private armTracked(conversationId: string): ArmedWakeup {

@@ -1,17 +1,26 @@
 // The threads of one process that write the same SQLite file (serve: the HTTP ingress on the main
 // thread, the turns in the workers thread) take turns at a lock in shared memory around their
 // write transactions. Without it they meet SQLITE_BUSY from each other, and with busy_timeout 0
-// each collision becomes an asynchronous retry on a timer (1 ms and up, much later on a busy
-// event loop) in the middle of an HTTP ack. With it a writer waits only while the other thread
-// runs its (synchronous, short) transaction, and wakes the moment it ends. Other processes on the
-// same file still meet SQLITE_BUSY and retry (busy-retry.ts): the gate is a shortcut, SQLite's
-// own lock stays what keeps the writes apart.
+// each collision becomes an asynchronous retry on a timer (1 ms, then 2, 4, 8... and later still
+// on a busy event loop) in the middle of an HTTP ack. With it a writer waits only while the other
+// thread runs its (synchronous, short) transaction and is woken when it ends; holdAsync() waits
+// without blocking the event loop. Other processes on the same file still meet SQLITE_BUSY and
+// retry (busy-retry.ts): the gate is a shortcut, SQLite's own lock stays what keeps writes apart.
 import { getEnvironmentData, setEnvironmentData, threadId } from "node:worker_threads";
 
 const KEY_PREFIX = "switchboard.sqlite-write-gate:";
 /** Past this, the holder is taken for gone (a terminated thread cannot release) and the gate is taken over. */
 const DEFAULT_STEAL_AFTER_MS = 1_000;
 const FREE = 0;
+
+type WaitAsync = (
+  cell: Int32Array,
+  index: number,
+  value: number,
+  timeoutMs: number,
+) => { async: false; value: "not-equal" | "timed-out" } | { async: true; value: Promise<"ok" | "timed-out"> };
+/** Atomics.waitAsync (ES2024; Node 16+), typed here since the project's lib is ES2023. */
+const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
 
 const counted = { waits: 0, waitedMs: 0 };
 
@@ -58,6 +67,41 @@ export class WriteGate {
     }
   }
 
+  /**
+   * hold() that waits for another thread's release without blocking this thread's event loop
+   * (the HTTP thread keeps reading requests meanwhile); the work itself runs synchronously.
+   */
+  async holdAsync<T>(work: () => T): Promise<T> {
+    let started = 0;
+    for (;;) {
+      const holder = Atomics.compareExchange(this.cell, 0, FREE, this.me);
+      if (holder === FREE || holder === this.me || !waitAsync) {
+        if (started !== 0) counted.waitedMs += performance.now() - started;
+        return holder === FREE ? this.runAndRelease(work) : this.hold(work);
+      }
+      if (started === 0) {
+        started = performance.now();
+        counted.waits += 1;
+      }
+      const left = this.stealAfterMs - (performance.now() - started);
+      const waiting = left > 0 ? waitAsync(this.cell, 0, holder, left) : null;
+      const outcome = waiting === null ? "timed-out" : waiting.async ? await waiting.value : waiting.value;
+      if (outcome !== "timed-out") continue;
+      if (Atomics.compareExchange(this.cell, 0, holder, this.me) === holder) {
+        counted.waitedMs += performance.now() - started;
+        return this.runAndRelease(work);
+      }
+    }
+  }
+
+  private runAndRelease<T>(work: () => T): T {
+    try {
+      return work();
+    } finally {
+      this.release();
+    }
+  }
+
   /** True when this call took the gate (and must release it); false when this thread already held it. */
   private take(): boolean {
     let started = 0;
@@ -80,6 +124,7 @@ export class WriteGate {
 
   private release(): void {
     // Only our own mark is cleared: a gate taken over from us stays with its new holder.
-    if (Atomics.compareExchange(this.cell, 0, this.me, FREE) === this.me) Atomics.notify(this.cell, 0, 1);
+    // Every waiter: several writes of one thread may be waiting asynchronously.
+    if (Atomics.compareExchange(this.cell, 0, this.me, FREE) === this.me) Atomics.notify(this.cell, 0);
   }
 }

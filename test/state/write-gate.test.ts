@@ -52,6 +52,28 @@ describe("WriteGate", () => {
     expect(writeGateStats().waits - before).toBe(1);
   });
 
+  it("waits asynchronously with holdAsync: the event loop runs meanwhile", async () => {
+    const key = `test-${randomUUID()}`;
+    const gate = WriteGate.forFile(key);
+    await holdInThread(key, 150);
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 10);
+    const started = performance.now();
+    try {
+      expect(await gate.holdAsync(() => "written")).toBe("written");
+    } finally {
+      clearInterval(ticker);
+    }
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(100);
+    expect(waited).toBeLessThan(900);
+    expect(ticks).toBeGreaterThan(3);
+    // Released: a sync hold right after does not wait.
+    const again = performance.now();
+    gate.hold(() => undefined);
+    expect(performance.now() - again).toBeLessThan(50);
+  });
+
   it("runs a nested hold in the same thread straight through, and releases after the outer one", () => {
     const key = `test-${randomUUID()}`;
     const outer = WriteGate.forFile(key);
