@@ -1,5 +1,6 @@
 // Prometheus metrics (prom-client), one registry per gateway process.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { registerSqliteWaitMetrics } from "./sqlite-wait-metrics.js";
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -21,6 +22,7 @@ export const PROCESS_METRICS_PREFIX = "switchboard_process_";
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: PROCESS_METRICS_PREFIX });
+  registerSqliteWaitMetrics(registry);
   return {
     registry,
     inbound: new Counter({ name: "switchboard_inbound_messages_total", help: "Inbound messages by result (accepted, duplicate, rejected)", labelNames: ["platform", "result"], registers: [registry] }),

@@ -82,6 +82,7 @@ const fileSchema = z.object({
   redis_url: z.string().optional(),
   worker_concurrency: intFrom(1, 1024).optional(),
   workers_layout: workersLayout.optional(),
+  workers_thread_nice: intFrom(0, 19).optional(),
   turn_wake_ups: turnWakeUps.optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
   llm: z.object({ base_url: z.string().url().optional(), api_key: z.string().optional(), model: z.string().optional() }).strict().optional(),
@@ -141,6 +142,8 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   redisUrl: string | null;
   /** `serve` with workers: `thread` runs them in a worker thread (acks never wait behind turns), `inline` on the HTTP event loop. */
   workersLayout: WorkersLayout;
+  /** How much lower the workers thread's scheduling priority is than the HTTP thread's (nice steps; 0: the same). */
+  workersThreadNice: number;
   /** `serve` with workers: wake its own turns in memory (`local`) or through BullMQ for every message (`queue`). */
   turnWakeUps: TurnWakeUps;
   logLevel: string;
@@ -191,6 +194,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
     workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
+    workersThreadNice: envValue(env, "WORKERS_THREAD_NICE", intFrom(0, 19)) ?? file.workers_thread_nice ?? 10,
     turnWakeUps: envValue(env, "TURN_WAKE_UPS", turnWakeUps) ?? file.turn_wake_ups ?? "local",
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
     llm: {

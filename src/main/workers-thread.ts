@@ -7,6 +7,7 @@ import { createLogger } from "../gateway/logger.js";
 import { loadConfig } from "./config.js";
 import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
 import { startGateway } from "./server.js";
+import { lowerThisThreadPriority } from "./thread-priority.js";
 import { MCP_STATUS_INTERVAL_MS, type FromWorkersThread, type ToWorkersThread, type WorkersThreadData } from "./workers-thread-protocol.js";
 
 const port = parentPort;
@@ -15,6 +16,8 @@ const { redisUrl } = workerData as WorkersThreadData;
 const post = (message: FromWorkersThread): void => port.postMessage(message);
 
 const config = loadConfig(process.env, { redisUrl });
+// Turns yield the CPU to the HTTP acks on the main thread when the cores are busy.
+lowerThisThreadPriority(config.workersThreadNice);
 const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });
 const gateway = await startGateway(config, {
   http: false,

@@ -17,17 +17,27 @@ export function busyBackoffMs(attempt: number): number {
   return base * (0.5 + Math.random());
 }
 
+const counted = { retries: 0, sleptMs: 0 };
+
+/** This thread's busy retries since it started, and how long they slept (for /metrics). */
+export function busyRetryStats(): { retries: number; sleptMs: number } {
+  return { ...counted };
+}
+
 /** Run `work` until it does not fail with busy/locked, or rethrow once `deadlineMs` has passed. */
-export async function retryWhileBusy<T>(work: () => T, deadlineMs: number): Promise<T> {
+export async function retryWhileBusy<T>(work: () => T | Promise<T>, deadlineMs: number): Promise<T> {
   const started = performance.now();
   for (let attempt = 0; ; attempt++) {
     try {
-      return work();
+      return await work();
     } catch (err) {
       if (!isSqliteBusy(err)) throw err;
       const remaining = deadlineMs - (performance.now() - started);
       if (remaining <= 0) throw err;
+      const slept = performance.now();
       await sleep(Math.min(busyBackoffMs(attempt), remaining));
+      counted.retries += 1;
+      counted.sleptMs += performance.now() - slept;
     }
   }
 }

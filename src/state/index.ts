@@ -2,7 +2,8 @@
 export { SessionDB, type SessionDBOptions } from "./session-db.js";
 export { TurnLeaseLostError, UnknownSessionError, SessionDBClosedError } from "./errors.js";
 export { makeHolder, parseHolder, thisHost, type MakeHolderInput, type ParsedHolder } from "./holder.js";
-export { isSqliteBusy } from "./busy-retry.js";
+export { busyRetryStats, isSqliteBusy } from "./busy-retry.js";
+export { writeGateStats } from "./write-gate.js";
 export { repairToolPairing } from "./conversation.js";
 export { COMPRESSION_END_REASON } from "./sessions.js";
 export { ensurePrivateDir, type OnTightened } from "./private-files.js";

@@ -1,6 +1,7 @@
 // SessionDB: the SQLite implementation of SessionStore. Each method is one short synchronous
 // SQLite call wrapped in an asynchronous busy retry, so a lock held by another process delays
-// callers without freezing the event loop. Lease/fence SQL lives in lease.ts.
+// callers without freezing the event loop. Writes also hold the process's write gate for the file
+// (write-gate.ts), so this process's threads take turns instead of colliding. Lease/fence SQL lives in lease.ts.
 import type { Database } from "better-sqlite3";
 import { AttachmentSql } from "./attachments.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
@@ -18,6 +19,7 @@ import type { OnTightened } from "./private-files.js";
 import { SessionSql } from "./sessions.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
+import { WriteGate } from "./write-gate.js";
 import type {
   AppendBatchOptions,
   ConversationMessage,
@@ -92,12 +94,14 @@ export class SessionDB implements SessionStore {
   private readonly acquireAndReadTransaction: (conversationId: string, holder: string, ttl: number, sessionId: string) => { attempt: LeaseAttempt; read: TurnStartRead | null };
   private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
+  private readonly gate: WriteGate;
   private closed = false;
 
   constructor(path: string, options: SessionDBOptions = {}) {
     const opened = openDatabase(path, options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs, options.onModeTightened);
     this.db = opened.db;
     this.fileKey = opened.fileKey;
+    this.gate = opened.inMemory ? WriteGate.private() : WriteGate.forFile(opened.fileKey);
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
     this.defaultTtlSeconds = options.defaultTtlSeconds ?? DEFAULTS.defaultTtlSeconds;
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? DEFAULTS.defaultWaitSeconds;
@@ -189,6 +193,18 @@ export class SessionDB implements SessionStore {
     }, this.busyRetryDeadlineMs);
   }
 
+  /** A call that writes: run() holding the write gate, waited for without blocking the event loop. */
+  private write<T>(work: () => T): Promise<T> {
+    return retryWhileBusy(
+      () =>
+        this.gate.holdAsync(() => {
+          this.assertOpen();
+          return work();
+        }),
+      this.busyRetryDeadlineMs,
+    );
+  }
+
   private armTracked(conversationId: string): ArmedWakeup {
     const armed = armWakeup(this.fileKey, conversationId);
     this.activeWakeups.add(armed);
@@ -205,7 +221,7 @@ export class SessionDB implements SessionStore {
   // ---- sessions ----
 
   async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
-    return this.run(() => this.sessions.create(id, input, this.clock()));
+    return this.write(() => this.sessions.create(id, input, this.clock()));
   }
 
   async getSession(id: string): Promise<SessionRow | null> {
@@ -213,7 +229,7 @@ export class SessionDB implements SessionStore {
   }
 
   async endSession(id: string, reason: string): Promise<void> {
-    return this.run(() => this.sessions.endSession(id, reason, this.clock()));
+    return this.write(() => this.sessions.endSession(id, reason, this.clock()));
   }
 
   /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
@@ -227,7 +243,7 @@ export class SessionDB implements SessionStore {
 
   async ensureSessionForKey(sessionKey: string, newId: string, input: CreateSessionInput): Promise<SessionRow> {
     // The common case (the key has a live session) is a read: no write lock per inbound message.
-    return this.run(() => this.sessions.liveForKey(sessionKey) ?? this.ensureForKeyTransaction(sessionKey, newId, input));
+    return this.run(() => this.sessions.liveForKey(sessionKey) ?? this.gate.hold(() => this.ensureForKeyTransaction(sessionKey, newId, input)));
   }
 
   async resolveTip(sessionId: string): Promise<string> {
@@ -251,7 +267,7 @@ export class SessionDB implements SessionStore {
 
   /** The fenced flush: lease check, inserts, inbox completion and deliveries in one transaction. */
   async flushTurn(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<FlushResult> {
-    return this.run(() => this.flushTransaction(sessionId, messages, options));
+    return this.write(() => this.flushTransaction(sessionId, messages, options));
   }
 
   async getMessages(sessionId: string): Promise<MessageRow[]> {
@@ -306,7 +322,7 @@ export class SessionDB implements SessionStore {
 
   async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    return this.run(() => this.leases.tryAcquire(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()).acquired);
+    return this.write(() => this.leases.tryAcquire(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()).acquired);
   }
 
   async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
@@ -317,8 +333,8 @@ export class SessionDB implements SessionStore {
       {
         resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
         attempt: (conversationId) => {
-          if (!reading) return this.leases.tryAcquire(conversationId, holder, ttl, this.clock());
-          const step = this.acquireAndReadTransaction(conversationId, holder, ttl, reading.sessionId);
+          if (!reading) return this.gate.hold(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()));
+          const step = this.gate.hold(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading.sessionId));
           read = step.read;
           return step.attempt;
         },
@@ -336,11 +352,11 @@ export class SessionDB implements SessionStore {
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = options.ttlSeconds === undefined ? undefined : positiveSeconds(options.ttlSeconds, "ttlSeconds");
-    return this.run(() => this.leases.refresh(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()));
+    return this.write(() => this.leases.refresh(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()));
   }
 
   async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
-    const { conversationId, released } = await this.run(() => {
+    const { conversationId, released } = await this.write(() => {
       const conversationId = this.sessions.conversationIdOf(sessionId);
       return { conversationId, released: this.leases.release(conversationId, holder) };
     });
@@ -370,7 +386,7 @@ export class SessionDB implements SessionStore {
   }
 
   async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
-    const reaped = await this.run(() => this.leases.reap(conversationId, holder, this.clock()));
+    const reaped = await this.write(() => this.leases.reap(conversationId, holder, this.clock()));
     if (reaped) this.announceRelease(conversationId);
     return reaped;
   }
@@ -387,19 +403,19 @@ export class SessionDB implements SessionStore {
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
     // With attachments, the row and its images are one transaction: a turn never sees one without the other.
-    if (insert.attachments?.length) return this.run(() => this.recordWithAttachments(insert));
-    return this.run(() => this.inbox.record(insert, this.clock(), null));
+    if (insert.attachments?.length) return this.write(() => this.recordWithAttachments(insert));
+    return this.write(() => this.inbox.record(insert, this.clock(), null));
   }
 
   /** Group commit: every row (with its images) in one transaction, one commit. */
   async recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
     if (inserts.length === 0) return [];
-    return this.run(() => this.recordBatchTransaction(inserts));
+    return this.write(() => this.recordBatchTransaction(inserts));
   }
 
   /** A duplicate of a message already recorded returns the existing row unchanged. */
   async recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow> {
-    return this.run(() => this.inbox.record(insert, this.clock(), reason).row);
+    return this.write(() => this.inbox.record(insert, this.clock(), reason).row);
   }
 
   async getInboxRow(id: number): Promise<InboxRow | null> {
@@ -411,7 +427,7 @@ export class SessionDB implements SessionStore {
   }
 
   async markInboxEnqueued(ids: number[]): Promise<void> {
-    return this.run(() => this.inbox.markAsEnqueued(ids, this.clock()));
+    return this.write(() => this.inbox.markAsEnqueued(ids, this.clock()));
   }
 
   async pendingInbox(sessionId: string, limit = 100): Promise<InboxRow[]> {
@@ -428,7 +444,7 @@ export class SessionDB implements SessionStore {
 
   /** Only pending rows change: completing a settled row again is a no-op. */
   async completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null = null): Promise<void> {
-    return this.run(() => this.inbox.completeRows(ids, status, reply, reason, this.clock()));
+    return this.write(() => this.inbox.completeRows(ids, status, reply, reason, this.clock()));
   }
 
   async inboxCounts(): Promise<Record<InboxStatus, number>> {
@@ -438,7 +454,7 @@ export class SessionDB implements SessionStore {
   // ---- deliveries ----
 
   async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
-    return this.run(() => this.createDeliveriesTransaction(inserts));
+    return this.write(() => this.createDeliveriesTransaction(inserts));
   }
 
   async getDelivery(id: number): Promise<DeliveryRow | null> {
@@ -446,19 +462,19 @@ export class SessionDB implements SessionStore {
   }
 
   async claimDelivery(id: number, options: ClaimDeliveryOptions = {}): Promise<DeliveryRow | null> {
-    return this.run(() => this.deliveries.claimForSend(id, this.clock(), options.reclaimAfterSeconds ?? 0));
+    return this.write(() => this.deliveries.claimForSend(id, this.clock(), options.reclaimAfterSeconds ?? 0));
   }
 
   async markDeliverySent(id: number, platformMessageId: string | null): Promise<void> {
-    return this.run(() => this.deliveries.recordSent(id, platformMessageId, this.clock()));
+    return this.write(() => this.deliveries.recordSent(id, platformMessageId, this.clock()));
   }
 
   async markDeliveryFailed(id: number, error: string, final: boolean): Promise<void> {
-    return this.run(() => this.deliveries.recordFailure(id, error, final, this.clock()));
+    return this.write(() => this.deliveries.recordFailure(id, error, final, this.clock()));
   }
 
   async setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean> {
-    return this.run(() => this.deliveries.editInstead(id, editMessageId, this.clock()));
+    return this.write(() => this.deliveries.editInstead(id, editMessageId, this.clock()));
   }
 
   async listUnsentDeliveries(limit = 1000): Promise<DeliveryRow[]> {
@@ -470,7 +486,7 @@ export class SessionDB implements SessionStore {
   }
 
   async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
-    return this.run(() => this.recordReceiptTransaction(platform, platformMessageId, receipt));
+    return this.write(() => this.recordReceiptTransaction(platform, platformMessageId, receipt));
   }
 
   // ---- lifecycle ----

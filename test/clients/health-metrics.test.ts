@@ -42,5 +42,8 @@ describe("health and metrics", () => {
     expect(text).toMatch(/switchboard_ingress_accept_seconds_count\{platform="test"\} [1-9]/);
     expect(text).toMatch(/switchboard_queue_jobs\{queue="turns",state="waiting"\} \d+/);
     expect(text).toContain("switchboard_lease_waits_total");
+    // What SQLite writes waited for (busy retries, the in-process write gate): present, counted per thread.
+    expect(text).toMatch(/switchboard_sqlite_busy_retries_total \d+/);
+    expect(text).toMatch(/switchboard_sqlite_write_gate_waits_total \d+/);
   }, 30_000);
 });

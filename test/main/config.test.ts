@@ -31,6 +31,12 @@ describe("configuration", () => {
     expect(() => loadConfig({ WORKERS_LAYOUT: "process" })).toThrow(/^WORKERS_LAYOUT: /);
   });
 
+  it("lowers the workers thread's priority by 10 nice steps unless WORKERS_THREAD_NICE says otherwise", () => {
+    expect(loadConfig({}).workersThreadNice).toBe(10);
+    expect(loadConfig({ WORKERS_THREAD_NICE: "0" }).workersThreadNice).toBe(0);
+    expect(() => loadConfig({ WORKERS_THREAD_NICE: "20" })).toThrow(/^WORKERS_THREAD_NICE: /);
+  });
+
   it("names the bad environment variable", () => {
     expect(() => loadConfig({ PORT: "eighty" })).toThrow(/^PORT: /);
     expect(() => loadConfig({ WORKER_CONCURRENCY: "0" })).toThrow(/WORKER_CONCURRENCY/);
