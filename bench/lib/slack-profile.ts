@@ -75,7 +75,8 @@ export async function profileSwitchboard(
     redisUrl: env.redisUrl,
     slackApiUrl: env.fake.url,
     dir,
-    nodeArgs: ["--cpu-prof", "--cpu-prof-dir", profileDir, "--import", PRELOAD],
+    // tsx only for the preload, which is TypeScript; the gateway itself runs compiled, as in the rounds.
+    nodeArgs: ["--cpu-prof", "--cpu-prof-dir", profileDir, "--import", "tsx", "--import", PRELOAD],
     env: { BENCH_COUNTERS_FILE: countersFile },
   });
   const messages = shape.conversations * shape.messages;
