@@ -18,7 +18,7 @@ import { closedLoop, warmUp, type SlackDriver, type SlackShape } from "./slack-l
 import { startSwitchboard } from "./slack-systems.js";
 
 const RESULTS_DIR = join(import.meta.dirname, "..", "results");
-const PRELOAD = pathToFileURL(join(import.meta.dirname, "instrument-preload.ts")).href;
+const PRELOAD = pathToFileURL(join(import.meta.dirname, "instrument-preload.mjs")).href;
 
 /** Asks the process for its counters (SIGUSR2) and waits for the file it writes. */
 async function readCounters(pid: number, file: string, previousSeq: number): Promise<ProcessCounters> {
@@ -75,8 +75,8 @@ export async function profileSwitchboard(
     redisUrl: env.redisUrl,
     slackApiUrl: env.fake.url,
     dir,
-    // tsx only for the preload, which is TypeScript; the gateway itself runs compiled, as in the rounds.
-    nodeArgs: ["--cpu-prof", "--cpu-prof-dir", profileDir, "--import", "tsx", "--import", PRELOAD],
+    // The gateway runs compiled, as in the rounds; the preload brings tsx for itself.
+    nodeArgs: ["--cpu-prof", "--cpu-prof-dir", profileDir, "--import", PRELOAD],
     env: { BENCH_COUNTERS_FILE: countersFile },
   });
   const messages = shape.conversations * shape.messages;
