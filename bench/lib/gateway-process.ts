@@ -1,12 +1,13 @@
-// Runs `switchboard serve|worker` as its own OS process, the way a user starts it, so the
-// figures include the real start-up wiring and the process's memory is its own.
+// Runs `switchboard serve|worker` as its own OS process, the way `npm start` runs it (the compiled
+// build, with the start script's node flags), so the figures include the real start-up wiring
+// and the process's memory is its own.
 import { join } from "node:path";
 import { spawnGatewayProcess, type GatewayProcess } from "../../test/support/gateway.js";
 
 export type { GatewayProcess };
 
 export function startGatewayProcess(args: string[], env: Record<string, string>, timeoutMs = 60_000, nodeArgs: string[] = []): Promise<GatewayProcess> {
-  return spawnGatewayProcess(args, env, timeoutMs, { nodeArgs });
+  return spawnGatewayProcess(args, env, timeoutMs, { nodeArgs, runFrom: "start-script" });
 }
 
 export const BENCH_API_KEY = "bench-api-key";

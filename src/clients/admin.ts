@@ -9,9 +9,9 @@
 //   `?token=` the guard reads (acceptsQueryToken).
 //
 // The dashboard can retry and delete jobs, so no other site may frame it (clickjacking).
-import { createBullBoard } from "@bull-board/api";
-import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
-import { ExpressAdapter } from "@bull-board/express";
+//
+// bull-board is loaded on the first request for the dashboard: a gateway whose dashboard nobody
+// opens does not hold it (a few MB of heap) in memory.
 import { Router, type Request, type RequestHandler, type Response } from "express";
 import { requestToken, TOKEN_COOKIE } from "./auth.js";
 import type { GatewayQueues } from "../gateway/queues.js";
@@ -75,7 +75,10 @@ function sessionRoutes(): Router {
   return router;
 }
 
-export function adminRouter(queues: GatewayQueues): Router {
+async function loadDashboard(queues: GatewayQueues): Promise<RequestHandler> {
+  const [{ createBullBoard }, { BullMQAdapter }, { ExpressAdapter }] = await Promise.all([
+    import("@bull-board/api"), import("@bull-board/api/bullMQAdapter"), import("@bull-board/express"),
+  ]);
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_QUEUES_PATH);
   createBullBoard({
@@ -83,9 +86,28 @@ export function adminRouter(queues: GatewayQueues): Router {
     serverAdapter,
     options: { uiConfig: { boardTitle: "Switchboard queues" } },
   });
+  return serverAdapter.getRouter() as RequestHandler;
+}
+
+/** The dashboard, loaded by its first request (a failed load is tried again by the next one). */
+function lazyDashboard(queues: GatewayQueues): RequestHandler {
+  let dashboard: Promise<RequestHandler> | null = null;
+  return (req, res, next) => {
+    const loading = (dashboard ??= loadDashboard(queues));
+    loading.then(
+      (handler) => handler(req, res, next),
+      (err: unknown) => {
+        if (dashboard === loading) dashboard = null;
+        next(err);
+      },
+    );
+  };
+}
+
+export function adminRouter(queues: GatewayQueues): Router {
   const router = Router();
   router.use(COOKIE_PATH, noFraming);
   router.use(sessionRoutes());
-  router.use(ADMIN_QUEUES_PATH, serverAdapter.getRouter());
+  router.use(ADMIN_QUEUES_PATH, lazyDashboard(queues));
   return router;
 }

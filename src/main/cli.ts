@@ -2,11 +2,13 @@
 import { ConfigError, loadConfig } from "./config.js";
 import { RedisBinaryMissingError } from "../bus/embedded-redis.js";
 import { createLogger } from "../gateway/logger.js";
-import { MIGRATE_STORE_USAGE, runMigrateStore } from "./migrate-store-command.js";
 import { startGateway, VERSION } from "./server.js";
 import { startThreadedGateway } from "./threaded-serve.js";
 
-const USAGE = `switchboard ${VERSION}
+/** The help text. It ends with migrate-store's, whose module (with the pg client) only that command and this text load. */
+async function usage(): Promise<string> {
+  const { MIGRATE_STORE_USAGE } = await import("./migrate-store-command.js");
+  return `switchboard ${VERSION}
 
 Usage:
   switchboard serve [--no-workers]   HTTP + WebSocket ingress and workers (default; the workers
@@ -18,21 +20,22 @@ Usage:
 Configuration: environment variables (see README) and an optional YAML file in SWITCHBOARD_CONFIG.
 
 ${MIGRATE_STORE_USAGE}`;
+}
 
 export async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...flags] = argv;
   if (command === "--help" || command === "-h" || command === "help") {
-    console.log(USAGE);
+    console.log(await usage());
     return 0;
   }
-  if (command === "migrate-store") return runMigrateStore(flags, process.env);
+  if (command === "migrate-store") return (await import("./migrate-store-command.js")).runMigrateStore(flags, process.env);
   if (command !== "serve" && command !== "worker") {
-    console.error(`unknown command: ${command}\n\n${USAGE}`);
+    console.error(`unknown command: ${command}\n\n${await usage()}`);
     return 2;
   }
   const unknown = flags.filter((f) => f !== "--no-workers");
   if (unknown.length || (command === "worker" && flags.length)) {
-    console.error(`unknown option: ${unknown.join(" ") || flags.join(" ")}\n\n${USAGE}`);
+    console.error(`unknown option: ${unknown.join(" ") || flags.join(" ")}\n\n${await usage()}`);
     return 2;
   }
   let config;

@@ -3,7 +3,7 @@
 // here; each adapter's section (its YAML key, variables, defaults and checks) lives in the
 // adapter's folder, and this loader composes them (gateway/config-section.ts).
 import { readFileSync } from "node:fs";
-import { parse as parseYaml } from "yaml";
+import { createRequire } from "node:module";
 import { z } from "zod";
 import { adapterConfigSections } from "../adapters/config-sections.js";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
@@ -154,6 +154,12 @@ function describeIssues(source: string, error: z.ZodError): string {
   return error.issues
     .map((issue) => `${source}: ${issue.path.length ? issue.path.join(".") : "(root)"}: ${issue.message}`)
     .join("; ");
+}
+
+/** The YAML parser, loaded (synchronously, as loading the config is) only when there is a file to read. */
+function parseYaml(text: string): unknown {
+  const yaml = createRequire(import.meta.url)("yaml") as typeof import("yaml");
+  return yaml.parse(text);
 }
 
 function readFile(path: string): z.infer<typeof fileSchema> {

@@ -6,7 +6,10 @@ import { join } from "node:path";
 import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { ModelProvider } from "../agent/types.js";
-import { describeStore, ensurePrivateDir, openStore, type OnTightened, type SessionStore } from "../state/index.js";
+// Not state/index.js: it re-exports the PostgreSQL store, which only a PostgreSQL config loads.
+import { describeStore, openStore } from "../state/open-store.js";
+import { ensurePrivateDir, type OnTightened } from "../state/private-files.js";
+import type { SessionStore } from "../state/types.js";
 import { loadAdapters } from "../adapters/load-adapters.js";
 import { THREADED_SESSION_PREFIXES, threadKeyForSessionKey } from "../adapters/thread-keys.js";
 import type { BrowserRules } from "../clients/browser-rules.js";
@@ -187,7 +190,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       ]);
       // Tools run in the turn workers, so the processes that run workers start the MCP servers.
       if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
-      const provider = options.provider ?? createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
+      const provider = options.provider ?? await createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
       const turnWorkers = new TurnWorkers({
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         tools: new ToolCatalog(mcp, logger),

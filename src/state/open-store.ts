@@ -1,7 +1,7 @@
 // The one place that chooses the backend: DATABASE_URL set -> PostgreSQL (several machines),
-// unset -> the embedded SQLite file.
-import { describeDatabase } from "./postgres/connection.js";
-import { PostgresStore } from "./postgres/postgres-store.js";
+// unset -> the embedded SQLite file. The PostgreSQL store (and the pg client) is loaded only when
+// chosen: a process on SQLite does not hold it in memory.
+import { describeDatabase } from "./postgres/describe.js";
 import { SessionDB } from "./session-db.js";
 import type { OnTightened } from "./private-files.js";
 import type { StoreOptions } from "./store-options.js";
@@ -32,6 +32,7 @@ export async function openStore(config: StoreConfig, options: OpenStoreOptions =
   if (config.databaseUrl) {
     if (!isPostgresUrl(config.databaseUrl)) throw new RangeError("DATABASE_URL: must be a postgres:// or postgresql:// URL");
     const { backgroundCheckpointMs: _checkpoints, onModeTightened: _fileModes, ...common } = options;
+    const { PostgresStore } = await import("./postgres/postgres-store.js");
     return PostgresStore.open({ ...common, connectionString: config.databaseUrl, schema: config.databaseSchema });
   }
   return new SessionDB(config.dbPath, options);

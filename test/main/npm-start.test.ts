@@ -1,10 +1,11 @@
 // `npm start` on embedded defaults: no REDIS_URL (a private redis-server), no LLM (echo model).
+// It compiles src/ into dist/ first (the whole of it on a fresh clone) and runs the result.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { makeTempDir } from "../support/tmp.js";
-import { waitFor } from "../support/gateway.js";
+import { startScriptCommand, waitFor } from "../support/gateway.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -26,11 +27,13 @@ describe("npm start", () => {
     // Run from a copy-free working directory: the data folder lands in the temp folder.
     child = spawn("npm", ["start", "--prefix", ROOT], { cwd: temp.dir, env: { ...env, PORT: "0", SWITCHBOARD_DATA_DIR: join(temp.dir, "data") }, stdio: ["ignore", "pipe", "pipe"], detached: true });
     // "close", not "exit": npm can exit before the gateway below it has written its last lines,
-    // and the pipes close only once every process holding them (npm, tsx, the gateway) is gone.
+    // and the pipes close only once every process holding them (npm, the gateway) is gone.
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child?.once("close", (code, signal) => r({ code, signal })));
     child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
     child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-    const url = await waitFor(() => /switchboard listening on (\S+)/.exec(output)?.[1], 60_000, "the listening line");
+    // A first start compiles all of src/ (half a minute, more while other tests run).
+    const url = await waitFor(() => /switchboard listening on (\S+)/.exec(output)?.[1], 150_000, "the listening line");
+    expect(existsSync(join(ROOT, "dist", "main", "cli.js"))).toBe(true);
 
     const health = await fetch(`${url}/health`);
     expect(health.status).toBe(200);
@@ -47,7 +50,7 @@ describe("npm start", () => {
     const completion = (await reply.json()) as { choices: Array<{ message: { content: string } }> };
     expect(completion.choices[0].message.content).toContain("hello from npm start");
 
-    // SIGTERM to the process group, as a service manager or Ctrl-C would: npm, tsx and the gateway.
+    // SIGTERM to the process group, as a service manager or Ctrl-C would: npm and the gateway.
     process.kill(-(child.pid as number), "SIGTERM");
     const exit = await exited;
     expect(exit.code === 0 || exit.signal === "SIGTERM", `exit ${JSON.stringify(exit)}\n${output}`).toBe(true);
@@ -55,5 +58,11 @@ describe("npm start", () => {
     expect(output).not.toMatch(/shutdown failed|deadline passed/);
     // The private redis-server went with it.
     await waitFor(() => !existsSync(join(temp.dir, "data", "redis", "redis.sock")), 5_000, "the private redis socket to go");
-  }, 90_000);
+  }, 180_000);
+
+  it("is what the benchmarks run: the compiled build through bin/switchboard.js, with the start script's node flags", () => {
+    const start = startScriptCommand();
+    expect(start.entry).toBe(join(ROOT, "bin", "switchboard.js"));
+    expect(start.nodeArgs).toEqual(["--max-semi-space-size=4", "--heap-growing-percent=50"]);
+  });
 });

@@ -1,5 +1,6 @@
 // Start gateways for tests: in this process (startGateway) or as real OS processes (the CLI).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
 import { loadConfig, type GatewayConfig } from "../../src/main/config.js";
@@ -61,20 +62,38 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-const CLI = join(import.meta.dirname, "..", "..", "src", "main", "cli.ts");
+const ROOT = join(import.meta.dirname, "..", "..");
+const CLI = join(ROOT, "src", "main", "cli.ts");
+
+/**
+ * How `npm start` runs the gateway, from package.json's start script (`node [node flags]
+ * <entry> serve`): the benchmarks measure exactly that. Throws when the script has another shape.
+ */
+export function startScriptCommand(): { nodeArgs: string[]; entry: string } {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
+  const words = pkg.scripts.start.trim().split(/\s+/);
+  const entry = words.at(-2);
+  if (words[0] !== "node" || words.at(-1) !== "serve" || !entry?.endsWith(".js")) throw new Error(`package.json's start script is not \`node [flags] <entry>.js serve\`: ${pkg.scripts.start}`);
+  return { nodeArgs: words.slice(1, -2), entry: join(ROOT, entry) };
+}
 
 /**
  * Run `switchboard <args>` as its own OS process, the way a user starts it (tests and benchmarks
- * share this). Resolves once it printed its ready line. `nodeArgs` go to node itself (a
- * benchmark's profiler flags).
+ * share this). Resolves once it printed its ready line. By default the TypeScript sources run
+ * through tsx; `runFrom: "start-script"` runs what `npm start` runs (the compiled build, see
+ * bin/switchboard.js). `nodeArgs` go to node itself (a benchmark's profiler flags).
  */
 export async function spawnGatewayProcess(
   args: string[],
   env: Record<string, string>,
   timeoutMs = 30_000,
-  options: { hostname?: string; nodeArgs?: string[]; prefix?: string[] } = {},
+  options: { hostname?: string; nodeArgs?: string[]; prefix?: string[]; runFrom?: "sources" | "start-script" } = {},
 ): Promise<GatewayProcess> {
-  const node = [process.execPath, "--import", "tsx", ...(options.nodeArgs ?? []), CLI, ...args];
+  const extra = options.nodeArgs ?? [];
+  const start = options.runFrom === "start-script" ? startScriptCommand() : null;
+  const node = start
+    ? [process.execPath, ...start.nodeArgs, ...extra, start.entry, ...args]
+    : [process.execPath, "--import", "tsx", ...extra, CLI, ...args];
   // Another host name: a UTS namespace of its own (unshare execs in place, so the pid is node's).
   // `prefix` runs before it (e.g. `ip netns exec <name>`, which also execs in place).
   const hostPrefix = options.hostname ? otherHostPrefix(options.hostname) : [];

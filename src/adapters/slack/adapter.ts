@@ -21,7 +21,7 @@ import { fetchSlackFile } from "./files.js";
 import { createSlackIntake, type SlackIntakeContext } from "./intake.js";
 import { slackRoutes } from "./routes.js";
 import { createSocketEnvelopeHandler } from "./socket-envelopes.js";
-import { startSlackSocketMode, type SlackSocketMode } from "./socket-mode.js";
+import type { SlackSocketMode } from "./socket-mode.js";
 
 /** Slack truncates message text beyond 40,000 characters; longer replies go as several messages. */
 export const SLACK_MAX_TEXT = 39_000;
@@ -162,10 +162,12 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
       : undefined,
 
     // Socket Mode connects in the background and keeps reconnecting: Slack being unreachable
-    // must not keep the gateway from starting.
+    // must not keep the gateway from starting. Its SDK (and the WebSocket client under it) is
+    // loaded only here: a gateway on the Events API alone does not hold it in memory.
     start: appToken
       ? async (ingress: GatewayIngress) => {
           await socketMode?.stop();
+          const { startSlackSocketMode } = await import("./socket-mode.js");
           socketMode = startSlackSocketMode({
             appToken,
             apiUrl,

@@ -1,8 +1,8 @@
 // Chooses the model provider from config: an OpenAI-compatible server when a base URL is set,
-// else the offline echo model.
+// else the offline echo model. The openai client is loaded only for the former (import
+// OpenAIProvider from ./openai.js): a process on the echo model does not hold it in memory.
 import type { ModelProvider } from "../types.js";
 import { EchoProvider } from "./echo.js";
-import { OpenAIProvider } from "./openai.js";
 
 export interface ProviderConfig {
   baseUrl?: string;
@@ -14,9 +14,10 @@ export interface ProviderConfig {
   temperature?: number;
 }
 
-export function createProvider(config: ProviderConfig): ModelProvider {
+export async function createProvider(config: ProviderConfig): Promise<ModelProvider> {
   if (!config.baseUrl) return new EchoProvider({ chunkDelayMs: config.echoChunkDelayMs });
   if (!config.model) throw new Error("A model name (LLM_MODEL) is required when a model server URL (LLM_BASE_URL) is set");
+  const { OpenAIProvider } = await import("./openai.js");
   return new OpenAIProvider({
     baseURL: config.baseUrl,
     // Local servers often need no key; the client insists on one, and sends it as a bearer token.
@@ -29,6 +30,6 @@ export function createProvider(config: ProviderConfig): ModelProvider {
 }
 
 export { EchoProvider, wordChunks, type EchoProviderOptions } from "./echo.js";
-export { OpenAIProvider, type OpenAIProviderOptions } from "./openai.js";
+export type { OpenAIProviderOptions } from "./openai.js";
 export { ProviderAbortError, ProviderError, isAbortError, type ProviderErrorOptions } from "./errors.js";
 export { parseToolDirectives, type DirectiveCall, type ParsedDirectives } from "./echo-directive.js";

@@ -3,6 +3,8 @@
 // crashing the process. Also the transaction helper and the database clock as SQL.
 import pg from "pg";
 
+export { describeDatabase } from "./describe.js";
+
 export type Queryable = pg.Pool | pg.PoolClient;
 
 export const DEFAULT_SCHEMA = "switchboard";
@@ -110,15 +112,3 @@ export function isTransientPgError(err: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect/i.test(err.message);
 }
 
-/** postgres://host:port/database#schema, without user or password: for logs and to tell stores apart. */
-export function describeDatabase(connectionString: string, schema?: string): string {
-  const suffix = schema === undefined ? "" : `#${schema}`;
-  try {
-    // A unix-socket URL has no host before the path (postgres://user@/db?host=/run/postgresql).
-    const url = new URL(connectionString.replace("@/", "@localhost/"));
-    const host = url.searchParams.get("host") ?? url.host;
-    return `postgres://${host}${url.pathname}${suffix}`;
-  } catch {
-    return `postgres${suffix}`;
-  }
-}

@@ -1,6 +1,7 @@
 // Choosing the provider from config: echo offline, OpenAI-compatible with a base URL.
 import { afterEach, describe, expect, it } from "vitest";
-import { createProvider, EchoProvider, OpenAIProvider } from "../../../src/agent/providers/index.js";
+import { createProvider, EchoProvider } from "../../../src/agent/providers/index.js";
+import { OpenAIProvider } from "../../../src/agent/providers/openai.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../../support/fake-openai.js";
 
 describe("createProvider", () => {
@@ -11,7 +12,7 @@ describe("createProvider", () => {
   });
 
   it("is the offline echo model when no base URL is set", async () => {
-    const provider = createProvider({ apiKey: "ignored", model: "ignored", echoChunkDelayMs: 0 });
+    const provider = await createProvider({ apiKey: "ignored", model: "ignored", echoChunkDelayMs: 0 });
     expect(provider).toBeInstanceOf(EchoProvider);
     expect(provider.model).toBe("echo");
     const result = await provider.complete({ messages: [{ role: "user", content: "ping" }], signal: new AbortController().signal });
@@ -20,7 +21,7 @@ describe("createProvider", () => {
 
   it("talks to the configured OpenAI-compatible server when a base URL is set", async () => {
     fake = await startFakeOpenAI({ apiKey: "sk-config" });
-    const provider = createProvider({ baseUrl: fake.url, apiKey: "sk-config", model: "fake-model" });
+    const provider = await createProvider({ baseUrl: fake.url, apiKey: "sk-config", model: "fake-model" });
     expect(provider).toBeInstanceOf(OpenAIProvider);
     expect(provider.model).toBe("fake-model");
     const result = await provider.complete({ messages: [{ role: "user", content: "over the wire" }], signal: new AbortController().signal });
@@ -28,7 +29,7 @@ describe("createProvider", () => {
     expect(fake.completionRequests()).toHaveLength(1);
   });
 
-  it("names the missing model setting", () => {
-    expect(() => createProvider({ baseUrl: "http://127.0.0.1:1/v1" })).toThrow(/LLM_MODEL/);
+  it("names the missing model setting", async () => {
+    await expect(createProvider({ baseUrl: "http://127.0.0.1:1/v1" })).rejects.toThrow(/LLM_MODEL/);
   });
 });
