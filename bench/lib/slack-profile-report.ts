@@ -43,7 +43,8 @@ export interface ProfileReport {
 export function threadRole(threadId: number, scripts: ReadonlySet<string> | null, lifetimeSql: readonly string[]): ThreadRole {
   if (threadId === 0) return "main";
   const urls = [...(scripts ?? [])];
-  if (urls.some((url) => url.endsWith("/src/main/workers-thread.ts"))) return "workers";
+  // From the sources (tsx) or compiled (dist/), as `npm start` runs it.
+  if (urls.some((url) => /\/(src|dist)\/main\/workers-thread\.(ts|js)$/.test(url))) return "workers";
   if (lifetimeSql.some((sql) => /PRAGMA wal_checkpoint/i.test(sql))) return "checkpointer";
   if (urls.includes("node:internal/modules/esm/worker")) return "loader";
   return "other";
