@@ -2,7 +2,9 @@
 // process held the lock; each one sleeps on a timer) and waits at the in-process write gate
 // (another thread of this process was writing). /metrics sums serve's two threads.
 import { Counter, type Registry } from "prom-client";
-import { busyRetryStats, writeGateStats } from "../state/index.js";
+// From their modules, not the state index: that would load the PostgreSQL client too.
+import { busyRetryStats } from "../state/busy-retry.js";
+import { writeGateStats } from "../state/write-gate.js";
 
 /** A counter whose value is a running total kept elsewhere. */
 function totalCounter(registry: Registry, name: string, help: string, read: () => number): void {
