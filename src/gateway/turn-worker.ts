@@ -180,20 +180,20 @@ export class TurnWorkers {
       await this.deps.publishInterrupt({ sessionId: conversationId, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
     // A live turn on this conversation wakes its next row after it releases the lease (see
-    // below), so this job need not hold a worker slot waiting: other sessions run meanwhile.
+    // below), so this wake-up need not hold a worker slot waiting: other sessions run meanwhile.
     if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
-    // A turn consumes the head, which may be another job's row (its job was lost with a dead
-    // worker, or completed as a no-op above). After each turn (its lease released) the inbox is
-    // read again, so a job that saw the lease held cannot strand its row.
+    // A turn consumes the head, which may be another wake-up's row (lost with a dead worker, or
+    // returned as a no-op above). After each turn (its lease released) the inbox is read again,
+    // so a wake-up that saw the lease held cannot strand its row.
     let [next] = row?.status === "pending" ? [row] : await store.pendingInbox(conversationId, 1);
     for (let turns = 0; next; turns++) {
       if (turns > 0) {
-        // Another job took the lease the moment it was released: that turn carries on from here.
+        // Another wake-up took the lease the moment it was released: that turn carries on from here.
         if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
         // One turn per slot while it can be handed on: the session's next turn queues behind the
         // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
-        // its messages keep coming. Only when Redis refuses the wake-up does this job go on itself
-        // (up to a cap; then the reconciler enqueues the row once Redis is back).
+        // its messages keep coming (in memory, or as a job). Only when Redis refuses a job does
+        // this wake-up go on itself (up to a cap; then the reconciler enqueues the row once Redis is back).
         if ((await this.handOn(conversationId, next.id)) || turns >= MAX_TURNS_PER_JOB) return;
       }
       await this.runTurn(conversationId, next);
