@@ -19,6 +19,7 @@ import type { OnTightened } from "./private-files.js";
 import { SessionSql } from "./sessions.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
+import { WriteBatches } from "./write-batches.js";
 import { WriteGate } from "./write-gate.js";
 import type {
   AppendBatchOptions,
@@ -95,6 +96,7 @@ export class SessionDB implements SessionStore {
   private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private readonly gate: WriteGate;
+  private readonly writes: WriteBatches;
   private closed = false;
 
   constructor(path: string, options: SessionDBOptions = {}) {
@@ -111,6 +113,7 @@ export class SessionDB implements SessionStore {
       this.checkpointer = this.checkpointInBackground(path, options.backgroundCheckpointMs, options.walRestartFrames);
     }
 
+    this.writes = new WriteBatches(this.db, (step) => this.runLocked(step));
     this.sessions = new SessionSql(this.db);
     this.messages = new MessageSql(this.db);
     this.leases = new LeaseSql(this.db, options.hostname ?? thisHost());
@@ -193,13 +196,20 @@ export class SessionDB implements SessionStore {
     }, this.busyRetryDeadlineMs);
   }
 
-  /** A call that writes: run() holding the write gate, waited for without blocking the event loop. */
+  /**
+   * A call that writes: queued with the other writes of this pass of the event loop, which commit
+   * together (write-batches.ts), holding the write gate, waited for without blocking the event loop.
+   */
   private write<T>(work: () => T): Promise<T> {
+    return this.writes.write(work);
+  }
+
+  private runLocked<T>(step: () => T): Promise<T> {
     return retryWhileBusy(
       () =>
         this.gate.holdAsync(() => {
           this.assertOpen();
-          return work();
+          return step();
         }),
       this.busyRetryDeadlineMs,
     );

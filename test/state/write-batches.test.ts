@@ -1,0 +1,96 @@
+// Group commit of one connection's writes (state/write-batches.ts), on a real SQLite file.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { retryWhileBusy } from "../../src/state/busy-retry.js";
+import { WriteBatches, type RunLocked } from "../../src/state/write-batches.js";
+
+describe("WriteBatches", () => {
+  let dir: string;
+  let db: Database.Database;
+  let lockedSteps: number;
+  let batches: WriteBatches;
+
+  const insert = (name: string) => () => db.prepare("INSERT INTO items (name) VALUES (?)").run(name).lastInsertRowid;
+  const names = () => (db.prepare("SELECT name FROM items ORDER BY id").all() as Array<{ name: string }>).map((r) => r.name);
+  const dataVersion = (other: Database.Database) => other.pragma("data_version", { simple: true }) as number;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "write-batches-"));
+    db = new Database(join(dir, "db.sqlite"));
+    db.pragma("journal_mode = WAL");
+    // As the store runs it: a held lock is retried asynchronously, never waited for inside SQLite.
+    db.pragma("busy_timeout = 0");
+    db.exec("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)");
+    lockedSteps = 0;
+    const runLocked: RunLocked = (step) => {
+      lockedSteps += 1;
+      return retryWhileBusy(step, 5_000);
+    };
+    batches = new WriteBatches(db, runLocked);
+  });
+
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("commits the writes of one pass of the event loop together, and answers each with its own result", async () => {
+    const observer = new Database(join(dir, "db.sqlite"));
+    const before = dataVersion(observer);
+    const ids = await Promise.all([batches.write(insert("a")), batches.write(insert("b")), batches.write(insert("c"))]);
+    // One commit by another connection moves data_version by one, whatever it wrote.
+    expect(dataVersion(observer) - before).toBe(1);
+    observer.close();
+    expect(lockedSteps).toBe(1);
+    expect(ids.map(Number)).toEqual([1, 2, 3]);
+    expect(names()).toEqual(["a", "b", "c"]);
+  });
+
+  it("rolls back a failing write alone: the caller gets its error, the rest of the batch commits", async () => {
+    await batches.write(insert("taken"));
+    const failing = batches.write(() => {
+      insert("half-done")();
+      insert("taken")(); // UNIQUE constraint
+    });
+    const [first, second, third] = await Promise.allSettled([batches.write(insert("x")), failing, batches.write(insert("y"))]);
+    expect(first.status).toBe("fulfilled");
+    expect(third.status).toBe("fulfilled");
+    expect(second.status).toBe("rejected");
+    expect(String((second as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
+    expect(names()).toEqual(["taken", "x", "y"]);
+  });
+
+  it("runs a lone write as it is (its own transaction, no savepoint) and writes of later passes in later commits", async () => {
+    const own = db.transaction(() => {
+      insert("p")();
+      insert("q")();
+    });
+    await batches.write(() => own.immediate());
+    await batches.write(insert("r"));
+    expect(lockedSteps).toBe(2);
+    expect(names()).toEqual(["p", "q", "r"]);
+  });
+
+  it("waits for another connection's write lock, then commits the whole batch", async () => {
+    const other = new Database(join(dir, "db.sqlite"));
+    other.exec("BEGIN IMMEDIATE");
+    other.prepare("INSERT INTO items (name) VALUES ('other')").run();
+    setTimeout(() => other.exec("COMMIT"), 60);
+    const started = performance.now();
+    await Promise.all([batches.write(insert("m")), batches.write(insert("n"))]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(50);
+    other.close();
+    expect(names()).toEqual(["other", "m", "n"]);
+  });
+
+  it("fails every write of a batch whose commit step fails, and writes none of them", async () => {
+    const failingLock: RunLocked = () => Promise.reject(new Error("store closed"));
+    const closed = new WriteBatches(db, failingLock);
+    const results = await Promise.allSettled([closed.write(insert("u")), closed.write(insert("v"))]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(names()).toEqual([]);
+  });
+});
