@@ -80,12 +80,14 @@ export interface Reloaded {
   history: ConversationMessage[];
   /** Whether the session row exists; null when it could not be read. */
   rowKnown: boolean | null;
+  /** The history holds every message stored for the session (read under the lease): a platform id not in it is not stored. */
+  holdsStoredTranscript: boolean;
 }
 
 /** The reload made of what admission read in its transaction: the same rules as reloadUnderLease for a readable store. */
 export function reloadFromRead(read: TurnStartRead, callerHistory: ConversationMessage[]): Reloaded {
-  if (!read.sessionExists) return { sessionId: read.sessionId, history: callerHistory, rowKnown: false };
-  return { sessionId: read.sessionId, history: [...read.transcript, ...carriedInputs(callerHistory)], rowKnown: true };
+  if (!read.sessionExists) return { sessionId: read.sessionId, history: callerHistory, rowKnown: false, holdsStoredTranscript: false };
+  return { sessionId: read.sessionId, history: [...read.transcript, ...carriedInputs(callerHistory)], rowKnown: true, holdsStoredTranscript: true };
 }
 
 /**
@@ -110,7 +112,7 @@ export async function reloadUnderLease(
   } catch {
     row = "unknown";
   }
-  if (row === "absent") return { sessionId: tip, history: callerHistory, rowKnown: false };
+  if (row === "absent") return { sessionId: tip, history: callerHistory, rowKnown: false, holdsStoredTranscript: false };
   let reloaded: ConversationMessage[] | null;
   try {
     reloaded = await store.getMessagesAsConversation(tip, { repairAlternation: true, includeRowIds: true });
@@ -119,7 +121,7 @@ export async function reloadUnderLease(
   }
   const rowKnown = row === "present" ? true : null;
   if (reloaded === null || (row === "unknown" && reloaded.length === 0)) {
-    return { sessionId: tip, history: callerHistory, rowKnown };
+    return { sessionId: tip, history: callerHistory, rowKnown, holdsStoredTranscript: false };
   }
-  return { sessionId: tip, history: [...reloaded, ...carriedInputs(callerHistory)], rowKnown };
+  return { sessionId: tip, history: [...reloaded, ...carriedInputs(callerHistory)], rowKnown, holdsStoredTranscript: row === "present" };
 }

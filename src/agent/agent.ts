@@ -184,13 +184,15 @@ export class Agent {
     refresher.start();
     try {
       let history = callerHistory;
+      let holdsStoredTranscript = false;
       if (admission.waited || admission.contended || !historyGiven) {
         if (announcedWait) turn.status("lifecycle", SESSION_FREE_NOTICE);
         const reloaded = admission.read ? reloadFromRead(admission.read, callerHistory) : await reloadUnderLease(store, sessionId, callerHistory);
         turn.moveTo(reloaded.sessionId, reloaded.rowKnown);
         history = reloaded.history;
+        holdsStoredTranscript = reloaded.holdsStoredTranscript;
       }
-      return await this.runTurn(turn, options, history);
+      return await this.runTurn(turn, options, history, holdsStoredTranscript);
     } finally {
       await refresher.stop();
       await this.beforeRelease?.().catch(() => undefined);
@@ -205,7 +207,7 @@ export class Agent {
   }
 
   /** Admitted (or running without a lease): gather the input, run the loop, shape the result. */
-  private async runTurn(turn: Turn, options: RunConversationOptions, history: ConversationMessage[]): Promise<TurnResult> {
+  private async runTurn(turn: Turn, options: RunConversationOptions, history: ConversationMessage[], holdsStoredTranscript = false): Promise<TurnResult> {
     const userMessages: ConversationMessage[] = [];
     const given = turn.inputMessage();
     if (given) userMessages.push(given);
@@ -225,7 +227,7 @@ export class Agent {
     } else if (!given) {
       return skippedResult(turn, history);
     }
-    const fresh = await withoutStoredInputs(turn, userMessages, history);
+    const fresh = await withoutStoredInputs(turn, userMessages, history, { holdsStoredTranscript });
 
     turn.emit("turn.started", { platform: this.platform, inputs: fresh.length });
     const firstText = given ? modelText(given) : (fresh[0] ? modelText(fresh[0]) : null);

@@ -60,11 +60,14 @@ export async function writeFenced(
 /**
  * An input whose platform id is already stored (a turn that crashed after flushing it) is not
  * stored again; when the history already shows it, it is not sent to the model twice either.
+ * A history read from the store under the lease (`holdsStoredTranscript`) holds every stored
+ * message, so an id it lacks is not stored and the store is not asked.
  */
 export async function withoutStoredInputs(
   turn: Turn,
   inputs: readonly ConversationMessage[],
   history: readonly ConversationMessage[],
+  options: { holdsStoredTranscript?: boolean } = {},
 ): Promise<ConversationMessage[]> {
   const inHistory = new Set(history.map(platformIdOf).filter((id): id is string => id !== null));
   const fresh: ConversationMessage[] = [];
@@ -75,7 +78,7 @@ export async function withoutStoredInputs(
       continue;
     }
     if (inHistory.has(platformId)) continue;
-    if (await isStored(turn, platformId)) turn.markStored(input);
+    if (!options.holdsStoredTranscript && (await isStored(turn, platformId))) turn.markStored(input);
     fresh.push(input);
   }
   return fresh;

@@ -19,7 +19,7 @@ import type { OnTightened } from "./private-files.js";
 import { SessionSql } from "./sessions.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
-import { WriteBatches } from "./write-batches.js";
+import { WriteBatches, type WriteOptions } from "./write-batches.js";
 import { WriteGate } from "./write-gate.js";
 import type {
   AppendBatchOptions,
@@ -113,7 +113,7 @@ export class SessionDB implements SessionStore {
       this.checkpointer = this.checkpointInBackground(path, options.backgroundCheckpointMs, options.walRestartFrames);
     }
 
-    this.writes = new WriteBatches(this.db, (step) => this.runLocked(step));
+    this.writes = new WriteBatches(this.db, (step) => this.holdingGate(step), this.busyRetryDeadlineMs);
     this.sessions = new SessionSql(this.db);
     this.messages = new MessageSql(this.db);
     this.leases = new LeaseSql(this.db, options.hostname ?? thisHost());
@@ -200,19 +200,15 @@ export class SessionDB implements SessionStore {
    * A call that writes: queued with the other writes of this pass of the event loop, which commit
    * together (write-batches.ts), holding the write gate, waited for without blocking the event loop.
    */
-  private write<T>(work: () => T): Promise<T> {
-    return this.writes.write(work);
+  private write<T>(work: () => T, options?: WriteOptions): Promise<T> {
+    return this.writes.write(work, options);
   }
 
-  private runLocked<T>(step: () => T): Promise<T> {
-    return retryWhileBusy(
-      () =>
-        this.gate.holdAsync(() => {
-          this.assertOpen();
-          return step();
-        }),
-      this.busyRetryDeadlineMs,
-    );
+  private holdingGate<T>(step: () => T): Promise<T> {
+    return this.gate.holdAsync(() => {
+      this.assertOpen();
+      return step();
+    });
   }
 
   private armTracked(conversationId: string): ArmedWakeup {
@@ -342,9 +338,10 @@ export class SessionDB implements SessionStore {
     const acquired = await waitForLease(
       {
         resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
-        attempt: (conversationId) => {
-          if (!reading) return this.gate.hold(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()));
-          const step = this.gate.hold(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading.sessionId));
+        // Batched with this pass's other writes; a busy database is reported to the wait loop.
+        attempt: async (conversationId) => {
+          if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report" });
+          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading.sessionId), { busy: "report" });
           read = step.read;
           return step.attempt;
         },

@@ -5,18 +5,28 @@
 // BEGIN IMMEDIATE ... COMMIT, each in a savepoint of its own: a write that fails is rolled back
 // alone and its caller gets its error; the others commit. Every caller is answered only after
 // the commit that holds its write. A lone write runs as before, without a savepoint.
+//
+// Another process holding the database's write lock (SQLITE_BUSY) makes the batch wait and try
+// again, up to a deadline; a write queued with `busy: "report"` (a lease attempt, which has a
+// wait loop of its own) leaves the batch with the busy error instead.
 import type { Database } from "better-sqlite3";
-import { isSqliteBusy } from "./busy-retry.js";
+import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
+
+export interface WriteOptions {
+  /** "retry" (default): wait out another writer; "report": reject with the busy error at once. */
+  busy?: "retry" | "report";
+}
 
 interface QueuedWrite {
   work: () => unknown;
+  retriesBusy: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-/** Runs one synchronous step with the connection's write lock (the gate, the busy retries). */
+/** Runs one synchronous step holding the connection's write gate (a busy error propagates). */
 export type RunLocked = <T>(step: () => T) => Promise<T>;
 
 export class WriteBatches {
@@ -27,6 +37,7 @@ export class WriteBatches {
   constructor(
     db: Database,
     private readonly runLocked: RunLocked,
+    private readonly busyDeadlineMs: number,
   ) {
     // Inside the batch's transaction better-sqlite3 runs a nested transaction as a savepoint.
     const savepoint = db.transaction((work: () => unknown) => work());
@@ -36,37 +47,41 @@ export class WriteBatches {
   }
 
   /** Queue a synchronous write; it runs (and commits) at the end of this pass of the event loop. */
-  write<T>(work: () => T): Promise<T> {
+  write<T>(work: () => T, options: WriteOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queued.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.queued.push({ work, retriesBusy: options.busy !== "report", resolve: resolve as (value: unknown) => void, reject });
       if (this.queued.length === 1) setImmediate(() => void this.runQueued());
     });
   }
 
   private async runQueued(): Promise<void> {
-    const writes = this.queued;
+    let writes = this.queued;
     this.queued = [];
-    if (writes.length === 1) {
-      const [only] = writes;
-      await this.runLocked(only.work).then(only.resolve, only.reject);
-      return;
-    }
-    let outcomes: Outcome[];
-    try {
-      outcomes = await this.runLocked(() => this.inOneTransaction(writes));
-    } catch (err) {
-      // BEGIN or COMMIT failed (or the store closed): nothing of the batch was written.
-      for (const write of writes) write.reject(err);
-      return;
-    }
-    outcomes.forEach((outcome, i) => (outcome.ok ? writes[i].resolve(outcome.value) : writes[i].reject(outcome.error)));
+    const settle = (outcomes: Outcome[]) => outcomes.forEach((o, i) => (o.ok ? writes[i].resolve(o.value) : writes[i].reject(o.error)));
+    const failAll = (err: unknown) => writes.forEach((write) => write.reject(err));
+    await retryWhileBusy(async () => {
+      try {
+        settle(await this.runLocked(() => this.runBatch(writes)));
+      } catch (err) {
+        // BEGIN or COMMIT failed (or the store closed): nothing of the batch was written.
+        if (!isSqliteBusy(err)) return failAll(err);
+        for (const write of writes) if (!write.retriesBusy) write.reject(err);
+        writes = writes.filter((write) => write.retriesBusy);
+        if (writes.length > 0) throw err;
+      }
+    }, this.busyDeadlineMs).catch(failAll);
   }
 
-  private attempt(write: QueuedWrite): Outcome {
+  private runBatch(writes: readonly QueuedWrite[]): Outcome[] {
+    if (writes.length > 1) return this.inOneTransaction(writes);
+    return [this.attempt(writes[0], writes[0].work)];
+  }
+
+  /** One write's outcome; a busy error propagates, to retry (or report) the whole batch. */
+  private attempt(write: QueuedWrite, run: () => unknown = () => this.inSavepoint(write.work)): Outcome {
     try {
-      return { ok: true, value: this.inSavepoint(write.work) };
+      return { ok: true, value: run() };
     } catch (err) {
-      // Busy inside a held write lock means another connection got in: retry the whole batch.
       if (isSqliteBusy(err)) throw err;
       return { ok: false, error: err };
     }

@@ -163,6 +163,30 @@ describe.each(storeBackends)("on $name", (each) => {
       expect((await db.getMessages("s1")).map((m) => m.content)).toEqual(["hello", "answer"]);
     });
 
+    it("asks the store whether an input is stored only when its history was not read from the store under the lease", async () => {
+      const db = await openDb();
+      await db.createSession("s1", { source: "webhook" });
+      const asked: string[] = [];
+      const original = db.hasPlatformMessageId.bind(db);
+      db.hasPlatformMessageId = (sessionId, platformMessageId) => {
+        asked.push(platformMessageId);
+        return original(sessionId, platformMessageId);
+      };
+      const provider = new ScriptedProvider([reply("one"), reply("two")]);
+      const agent = new Agent({ store: db, provider, sessionId: "s1", platform: "webhook" });
+
+      // No caller history: the whole transcript is read with the lease, so it answers the question.
+      await receive(db, "evt-1", "first");
+      await agent.runConversation(null, { admittedInput: inboxHead(db) });
+      expect(asked).toEqual([]);
+
+      // A caller's history may lack stored messages: the store is asked.
+      await receive(db, "evt-2", "second");
+      await agent.runConversation(null, { conversationHistory: [], admittedInput: inboxHead(db) });
+      expect(asked).toEqual(["evt-2"]);
+      expect((await db.getMessages("s1")).map((m) => m.content)).toEqual(["first", "one", "second", "two"]);
+    });
+
     it("records the outcome even when the loop throws", async () => {
       const db = await openDb();
       await db.createSession("s1", { source: "webhook" });

@@ -390,7 +390,13 @@ describe("the waiting loop's notices (SQLite, fake timers)", () => {
     await db.tryAcquireSessionTurnLease("s", "A", { ttlSeconds: 3600 });
     const onWait = vi.fn();
     const result = db.acquireSessionTurnLease("s", "B", { waitSeconds: 40, onWait });
-    await vi.advanceTimersByTimeAsync(41_000);
+    // A second at a time, letting each attempt run (a store may queue its write for the end of the
+    // event loop's pass, on a real setImmediate) before the clock moves on.
+    for (let second = 0; second < 41; second++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      await vi.advanceTimersByTimeAsync(1_000);
+    }
     expect(await result).toBe(false);
     const elapsed = onWait.mock.calls.map(([seconds]) => Math.round(seconds as number));
     expect(elapsed).toEqual([0, 15, 30]);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { retryWhileBusy } from "../../src/state/busy-retry.js";
+import { isSqliteBusy } from "../../src/state/busy-retry.js";
 import { WriteBatches, type RunLocked } from "../../src/state/write-batches.js";
 
 describe("WriteBatches", () => {
@@ -25,11 +25,11 @@ describe("WriteBatches", () => {
     db.pragma("busy_timeout = 0");
     db.exec("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)");
     lockedSteps = 0;
-    const runLocked: RunLocked = (step) => {
+    const runLocked: RunLocked = async (step) => {
       lockedSteps += 1;
-      return retryWhileBusy(step, 5_000);
+      return step();
     };
-    batches = new WriteBatches(db, runLocked);
+    batches = new WriteBatches(db, runLocked, 5_000);
   });
 
   afterEach(() => {
@@ -86,9 +86,24 @@ describe("WriteBatches", () => {
     expect(names()).toEqual(["other", "m", "n"]);
   });
 
+  it("reports a busy database at once to a write that asked for it, while the rest of its batch waits", async () => {
+    const other = new Database(join(dir, "db.sqlite"));
+    other.exec("BEGIN IMMEDIATE");
+    setTimeout(() => other.exec("COMMIT"), 60);
+    const waiting = batches.write(insert("waits"));
+    const reported = await batches.write(insert("reports"), { busy: "report" }).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(isSqliteBusy(reported)).toBe(true);
+    await waiting;
+    other.close();
+    expect(names()).toEqual(["waits"]);
+  });
+
   it("fails every write of a batch whose commit step fails, and writes none of them", async () => {
     const failingLock: RunLocked = () => Promise.reject(new Error("store closed"));
-    const closed = new WriteBatches(db, failingLock);
+    const closed = new WriteBatches(db, failingLock, 5_000);
     const results = await Promise.allSettled([closed.write(insert("u")), closed.write(insert("v"))]);
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(names()).toEqual([]);
