@@ -67,11 +67,18 @@ export function originAllowed(req: IncomingMessage, rules: BrowserRules): boolea
   return own !== null && new URL(origin).host === own.host;
 }
 
+/** What a no-key gateway answers a request for any other host name (Express and the HTTP fast path). */
+export const HOST_NOT_ALLOWED = {
+  status: 421,
+  code: "host_not_allowed",
+  message: "this gateway answers only its loopback host names and ALLOWED_HOSTS",
+} as const;
+
 /** The no-key gateway's Host check, first on every route: 421 for any other host name. */
 export function hostGuard(rules: BrowserRules): RequestHandler {
   return (req, res, next) => {
     if (hostAllowed(req, rules)) return next();
-    sendError(res, 421, "host_not_allowed", "this gateway answers only its loopback host names and ALLOWED_HOSTS");
+    sendError(res, HOST_NOT_ALLOWED.status, HOST_NOT_ALLOWED.code, HOST_NOT_ALLOWED.message);
   };
 }
 

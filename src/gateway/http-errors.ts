@@ -32,11 +32,19 @@ export interface ErrorExtras {
   fields?: Record<string, unknown>;
 }
 
+/** The project's JSON error body; the `type` follows from the status. */
+export function errorBody(status: number, code: string, message: string): { error: { message: string; type: string; code: string } } {
+  return { error: { message, type: typeForStatus(status), code } };
+}
+
 /** Answer with the project's JSON error shape; the `type` follows from the status. */
 export function sendError(res: Response, status: number, code: string, message: string, extras: ErrorExtras = {}): void {
   for (const [k, v] of Object.entries(extras.headers ?? {})) res.setHeader(k, v);
-  res.status(status).json({ error: { message, type: typeForStatus(status), code }, ...extras.fields });
+  res.status(status).json({ ...errorBody(status, code, message), ...extras.fields });
 }
+
+/** A body over the configured limit: the body parser's error, and the HTTP fast path's. */
+export const BODY_TOO_LARGE = { status: 413, code: "body_too_large", message: "request body is larger than the configured limit" } as const;
 
 interface BodyParserError {
   type?: string;
@@ -62,7 +70,7 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
     }
     const parserError = err as BodyParserError;
     if (parserError?.type === "entity.too.large") {
-      sendError(res, 413, "body_too_large", "request body is larger than the configured limit");
+      sendError(res, BODY_TOO_LARGE.status, BODY_TOO_LARGE.code, BODY_TOO_LARGE.message);
       return;
     }
     if (parserError?.type === "entity.parse.failed") {

@@ -1,4 +1,5 @@
 // The small interface between platform adapters and the gateway.
+import type { IncomingHttpHeaders } from "node:http";
 import type { Router } from "express";
 import type { DeliveryReceipt } from "../state/types.js";
 
@@ -166,12 +167,32 @@ export interface ReplyStream {
   close(): Promise<{ messageId: string | null }>;
 }
 
+/** A route's answer before anything writes it: a status and, when there is one, a JSON body. */
+export interface PlainAnswer {
+  status: number;
+  json?: unknown;
+}
+
+/**
+ * A POST route answered from its headers and raw body bytes alone, so the HTTP server can answer
+ * it without Express (a platform's event hot path). The adapter's Express route for the same path
+ * answers through the same function, so both give the same answers.
+ */
+export interface PlainPostRoute {
+  /** The exact path (a query string is ignored). */
+  path: string;
+  bodyLimitBytes: number;
+  answer(headers: IncomingHttpHeaders, body: Buffer): Promise<PlainAnswer>;
+}
+
 /** One platform. Adding a platform means adding one folder with one of these. */
 export interface PlatformAdapter {
   readonly platform: string;
   readonly capabilities: AdapterCapabilities;
   /** HTTP routes mounted at the root (with the raw body available as `req.rawBody`). */
   routes?(ingress: GatewayIngress): Router;
+  /** Routes of `routes()` the HTTP server may answer before Express: the same answers, less work each. */
+  plainRoutes?(ingress: GatewayIngress): PlainPostRoute[];
   /** Long-lived clients (Discord gateway, Slack Socket Mode). */
   start?(ingress: GatewayIngress): Promise<void>;
   stop?(): Promise<void>;

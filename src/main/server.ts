@@ -242,8 +242,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     let port: number | null = null;
     if (options.http) {
       // Loaded only by a process (or thread) that serves HTTP: the workers thread never needs them.
-      const [{ buildApp }, { ApiKeyCheck }, { hostAllowed, originAllowed }, { clientAddress }, { healthRouter }, { createApiServerRouter }, { sessionsRouter }, { adminRouter }, { consoleRouter }, { attachWebSocketHub, acceptSend }] = await Promise.all([
-        import("./app.js"), import("../clients/auth.js"), import("../clients/browser-rules.js"), import("../clients/forwarded.js"), import("../clients/health.js"),
+      const [{ buildApp }, { withFastPath }, { ApiKeyCheck }, { hostAllowed, originAllowed }, { clientAddress }, { healthRouter }, { createApiServerRouter }, { sessionsRouter }, { adminRouter }, { consoleRouter }, { attachWebSocketHub, acceptSend }] = await Promise.all([
+        import("./app.js"), import("./http-fast-path.js"), import("../clients/auth.js"), import("../clients/browser-rules.js"), import("../clients/forwarded.js"), import("../clients/health.js"),
         import("../clients/openai/index.js"), import("../clients/sessions-api.js"), import("../clients/admin.js"), import("../clients/console.js"), import("../clients/ws/index.js"),
       ]);
       const browser: BrowserRules = { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, trustProxyHops: config.trustProxy };
@@ -263,7 +263,13 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         ],
         consoleRoutes: [consoleRouter({ apiKeyRequired: config.apiKey !== null })],
       });
-      server = createServer(app);
+      // Slack's events skip express (same answers, less work per ack); everything else is the app's.
+      server = createServer(withFastPath({
+        routes: adapterList.flatMap((a) => a.plainRoutes?.(ingress) ?? []),
+        hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
+        logger,
+        fallback: app,
+      }));
       hub = attachWebSocketHub(server, {
         bus: events,
         ingress,

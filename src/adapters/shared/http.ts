@@ -1,8 +1,9 @@
 // HTTP plumbing every adapter route shares: raw-body parsing (signatures are computed over the
 // exact bytes) and the core's JSON errors on the route itself.
-import express, { type Request, type RequestHandler, type Router } from "express";
+import express, { type Request, type RequestHandler, type Response, type Router } from "express";
 import type { Logger } from "pino";
 import { jsonErrorHandler } from "../../gateway/http-errors.js";
+import type { PlainAnswer } from "../../gateway/types.js";
 
 /** Reads the whole body, whatever its content type, as a Buffer on `req.body`. */
 export function rawBodyParser(limitBytes: number): RequestHandler {
@@ -33,4 +34,11 @@ export interface PostRouteOptions {
  */
 export function postRoute(router: Router, path: string, options: PostRouteOptions, handler: RequestHandler): void {
   router.post(path, rawBodyParser(options.bodyLimitBytes), handler, jsonErrorHandler(options.logger));
+}
+
+/** Writes a plain route's answer through express: its JSON body, or none. */
+export function sendPlainAnswer(res: Response, answer: PlainAnswer): void {
+  res.status(answer.status);
+  if (answer.json === undefined) res.end();
+  else res.json(answer.json);
 }

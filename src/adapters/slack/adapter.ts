@@ -18,6 +18,7 @@ import { createSlackWebClient, slackErrorCode, toSendError, UNEDITABLE_ERRORS } 
 import { normaliseSlackApiUrl, type SlackConfig } from "./config.js";
 import { slackThreadKey } from "./events.js";
 import { fetchSlackFile } from "./files.js";
+import { slackEventsAnswer } from "./events-answer.js";
 import { createSlackIntake, type SlackIntakeContext } from "./intake.js";
 import { slackRoutes } from "./routes.js";
 import { createSocketEnvelopeHandler } from "./socket-envelopes.js";
@@ -159,6 +160,17 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
             now,
             intake: createSlackIntake(ingress, intakeContext),
           })
+      : undefined,
+
+    // The events route again, for the HTTP server to answer without Express (the hot path).
+    plainRoutes: signingSecret
+      ? (ingress: GatewayIngress) => [
+          {
+            path: "/slack/events",
+            bodyLimitBytes: deps.bodyLimitBytes,
+            answer: slackEventsAnswer({ signingSecret, logger, now, intake: createSlackIntake(ingress, intakeContext) }),
+          },
+        ]
       : undefined,
 
     // Socket Mode connects in the background and keeps reconnecting: Slack being unreachable

@@ -1,0 +1,76 @@
+// POST /slack/events as a plain function of the request headers and the raw body bytes: verify
+// the signature, record the message durably through the intake, and only then answer 200. No
+// framework in it, so the Express route and the HTTP server's fast path give the same answers.
+import type { IncomingHttpHeaders } from "node:http";
+import type { Logger } from "pino";
+import { errorBody } from "../../gateway/http-errors.js";
+import type { PlainAnswer } from "../../gateway/types.js";
+import { SlackEnvelopeSchema } from "./events.js";
+import type { SlackIntake } from "./intake.js";
+import { verifySlackSignature, type VerifyResult } from "./signature.js";
+
+export interface SlackEventsContext {
+  signingSecret: string;
+  logger: Logger;
+  now: () => number;
+  intake: SlackIntake;
+}
+
+export type SlackEventsAnswer = (headers: IncomingHttpHeaders, body: Buffer) => Promise<PlainAnswer>;
+
+/** A header's value as express's `req.get` reads it (node joins repeated custom headers). */
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return typeof value === "string" ? value : undefined;
+}
+
+/** The signature check both Slack routes make over the exact bytes. */
+export function verifySlackRequest(signingSecret: string, headers: IncomingHttpHeaders, body: Buffer, nowMs: number): VerifyResult {
+  return verifySlackSignature(
+    signingSecret,
+    { timestamp: header(headers, "x-slack-request-timestamp"), signature: header(headers, "x-slack-signature") },
+    body,
+    nowMs,
+  );
+}
+
+const error = (status: number, code: string, message: string): PlainAnswer => ({ status, json: errorBody(status, code, message) });
+
+const OK: PlainAnswer = { status: 200 };
+
+export function slackEventsAnswer(ctx: SlackEventsContext): SlackEventsAnswer {
+  const log = ctx.logger;
+  return async (headers, body) => {
+    const check = verifySlackRequest(ctx.signingSecret, headers, body, ctx.now());
+    if (!check.ok) {
+      log.warn({ reason: check.reason }, "slack event refused");
+      return error(401, "invalid_signature", check.reason);
+    }
+    const parsed = SlackEnvelopeSchema.safeParse(parseJson(body));
+    if (!parsed.success) return error(400, "malformed_request", "body is not a Slack event payload");
+    const envelope = parsed.data;
+    if (envelope.type === "url_verification") {
+      if (!envelope.challenge) return error(400, "malformed_request", "url_verification without challenge");
+      return { status: 200, json: { challenge: envelope.challenge } };
+    }
+    if (envelope.type !== "event_callback") return OK;
+    const retryNum = header(headers, "x-slack-retry-num");
+    const redelivery = retryNum ? { attempt: Number(retryNum), reason: header(headers, "x-slack-retry-reason") ?? null } : null;
+    try {
+      await ctx.intake.eventCallback(envelope, redelivery);
+    } catch (err) {
+      // Not recorded: a non-2xx answer makes Slack deliver the event again.
+      log.error({ err, eventId: envelope.event_id }, "slack event could not be recorded");
+      return error(503, "dependency_unavailable", "message could not be recorded; retry later");
+    }
+    return OK;
+  };
+}
+
+function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
