@@ -24,6 +24,8 @@ export interface AcquireInput {
   onWait: (elapsedSeconds: number) => void;
   /** Read this session's tip, row and transcript in the transaction that takes the lease. */
   readSessionId?: string;
+  /** With readSessionId: also read the conversation's pending inbox head, up to this many rows. */
+  pendingInboxLimit?: number;
 }
 
 /** The conversation id (the lease's key), or the session id itself when that cannot be read. */
@@ -54,7 +56,9 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
         contended = true;
       },
       shouldAbort: () => abandoned || input.shouldAbort(),
-      ...(readSessionId ? { readUnderLease: { sessionId: readSessionId, onRead: (value: TurnStartRead) => (read = value) } } : {}),
+      ...(readSessionId
+        ? { readUnderLease: { sessionId: readSessionId, pendingInboxLimit: input.pendingInboxLimit, onRead: (value: TurnStartRead) => (read = value) } }
+        : {}),
     }))();
   let raced;
   try {

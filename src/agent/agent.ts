@@ -6,7 +6,7 @@
 // run's state. See admission.ts (lease + reload), refresher.ts, persistence.ts (fenced flush),
 // loop.ts, compaction.ts, turn-results.ts. runLoop and interrupt are replaceable (test seams).
 import { makeHolder } from "../state/holder.js";
-import type { ConversationMessage, SessionStore } from "../state/types.js";
+import type { ConversationMessage, InboxRow, SessionStore } from "../state/types.js";
 import { acquireTurnLease, conversationIdFor, reloadFromRead, reloadUnderLease } from "./admission.js";
 import { runModelLoop } from "./loop.js";
 import { modelText, userMessageFromAdmitted } from "./messages.js";
@@ -159,7 +159,7 @@ export class Agent {
       signal: turn.signal,
       shouldAbort: () => turn.interruptRequested,
       // Without a caller history the transcript is reloaded anyway: read it in the admission's transaction.
-      ...(historyGiven ? {} : { readSessionId: sessionId }),
+      ...(historyGiven ? {} : { readSessionId: sessionId, pendingInboxLimit: options.pendingInboxLimit }),
       onWait: (elapsedSeconds) => {
         turn.emit("turn.waiting", { elapsed_seconds: elapsedSeconds });
         if (!announcedWait) {
@@ -185,6 +185,7 @@ export class Agent {
     try {
       let history = callerHistory;
       let holdsStoredTranscript = false;
+      const pendingInbox = admission.read?.pendingInbox;
       if (admission.waited || admission.contended || !historyGiven) {
         if (announcedWait) turn.status("lifecycle", SESSION_FREE_NOTICE);
         const reloaded = admission.read ? reloadFromRead(admission.read, callerHistory) : await reloadUnderLease(store, sessionId, callerHistory);
@@ -192,7 +193,7 @@ export class Agent {
         history = reloaded.history;
         holdsStoredTranscript = reloaded.holdsStoredTranscript;
       }
-      return await this.runTurn(turn, options, history, holdsStoredTranscript);
+      return await this.runTurn(turn, options, history, { holdsStoredTranscript, pendingInbox });
     } finally {
       await refresher.stop();
       await this.beforeRelease?.().catch(() => undefined);
@@ -207,7 +208,13 @@ export class Agent {
   }
 
   /** Admitted (or running without a lease): gather the input, run the loop, shape the result. */
-  private async runTurn(turn: Turn, options: RunConversationOptions, history: ConversationMessage[], holdsStoredTranscript = false): Promise<TurnResult> {
+  /** `underLease`: what admission read in its transaction, beyond the history. */
+  private async runTurn(
+    turn: Turn,
+    options: RunConversationOptions,
+    history: ConversationMessage[],
+    underLease: { holdsStoredTranscript: boolean; pendingInbox?: InboxRow[] } = { holdsStoredTranscript: false },
+  ): Promise<TurnResult> {
     const userMessages: ConversationMessage[] = [];
     const given = turn.inputMessage();
     if (given) userMessages.push(given);
@@ -216,7 +223,12 @@ export class Agent {
     if (options.admittedInput) {
       let admitted;
       try {
-        admitted = await options.admittedInput({ sessionId: turn.sessionId ?? "", history, sessionRowKnown: turn.sessionRowKnown });
+        admitted = await options.admittedInput({
+          sessionId: turn.sessionId ?? "",
+          history,
+          sessionRowKnown: turn.sessionRowKnown,
+          ...(underLease.pendingInbox ? { pendingInbox: underLease.pendingInbox } : {}),
+        });
       } catch (err) {
         return failedBeforeLoop(turn, history, `admitted_input: ${errorText(err)}`, "exception", TURN_FAILURE_NOTICE);
       }
@@ -227,7 +239,7 @@ export class Agent {
     } else if (!given) {
       return skippedResult(turn, history);
     }
-    const fresh = await withoutStoredInputs(turn, userMessages, history, { holdsStoredTranscript });
+    const fresh = await withoutStoredInputs(turn, userMessages, history, { holdsStoredTranscript: underLease.holdsStoredTranscript });
 
     turn.emit("turn.started", { platform: this.platform, inputs: fresh.length });
     const firstText = given ? modelText(given) : (fresh[0] ? modelText(fresh[0]) : null);

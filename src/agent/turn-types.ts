@@ -1,6 +1,6 @@
 // The shapes of one turn: what runConversation takes, what it returns, and what the inner
 // model/tool loop sees. Kept apart from agent.ts so loop, admission and tests share them.
-import type { ConversationMessage, MessageAttachment, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { ConversationMessage, InboxRow, MessageAttachment, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { Turn } from "./turn.js";
 import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
 import type { ToolRegistry } from "./tools/registry.js";
@@ -82,6 +82,8 @@ export interface AdmittedInputContext {
   history: ConversationMessage[];
   /** The session's row is known to exist (read under the lease): the caller need not read it again. */
   sessionRowKnown: boolean;
+  /** The conversation's pending inbox head, read in the lease's transaction (see `pendingInboxLimit`); absent when not read there. */
+  pendingInbox?: InboxRow[];
 }
 
 export interface RunConversationOptions {
@@ -96,6 +98,8 @@ export interface RunConversationOptions {
   signal?: AbortSignal;
   /** Called under the lease, after admission and reload: the turn's input, or null for nothing to do. */
   admittedInput?: (ctx: AdmittedInputContext) => Promise<AdmittedInput | null>;
+  /** Read up to this many pending inbox rows of the conversation with the lease, for `admittedInput`. */
+  pendingInboxLimit?: number;
 }
 
 export interface TurnResult {

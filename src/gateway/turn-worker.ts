@@ -219,8 +219,11 @@ export class TurnWorkers {
     const started = Date.now();
     try {
       // No caller history: the agent reloads the transcript under the lease, never a stale read.
+      const mode = busyModeFor(config, row.platform);
       const result = await turn.agent.runConversation(null, {
-        admittedInput: ({ sessionId, sessionRowKnown }) => this.admitHead(conversationId, busyModeFor(config, row.platform), { sessionId, sessionRowKnown }, state),
+        // The head of the inbox is read in the lease's transaction too.
+        pendingInboxLimit: this.headSize(mode),
+        admittedInput: (ctx) => this.admitHead(conversationId, mode, ctx, state),
       });
       if (result.skipped) return false;
       await this.afterTurn(conversationId, row.platform, result, state, started);
@@ -271,11 +274,10 @@ export class TurnWorkers {
   private async admitHead(
     conversationId: string,
     mode: BusyMode,
-    { sessionId, sessionRowKnown }: { sessionId: string; sessionRowKnown: boolean },
+    { sessionId, sessionRowKnown, pendingInbox }: { sessionId: string; sessionRowKnown: boolean; pendingInbox?: InboxRow[] },
     state: TurnState,
   ): Promise<AdmittedInput | null> {
-    const { store, config } = this.deps;
-    const head = await store.pendingInbox(conversationId, mode === "collect" ? config.collectMaxMessages : 1);
+    const head = pendingInbox ?? (await this.deps.store.pendingInbox(conversationId, this.headSize(mode)));
     if (head.length === 0) return null;
     /** Every row this turn answers: the head, then the steered ones. */
     const answered = [...head];
@@ -294,6 +296,11 @@ export class TurnWorkers {
       endRecords: ({ status, finalResponse }) => this.endRecords(answered, replyRow, sessionId, status, finalResponse),
       ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
     };
+  }
+
+  /** How many pending rows one turn takes as its input. */
+  private headSize(mode: BusyMode): number {
+    return mode === "collect" ? this.deps.config.collectMaxMessages : 1;
   }
 
   /** Best effort and not awaited: the turn never waits on, or fails for, a typing indicator. */

@@ -92,7 +92,12 @@ export class SessionDB implements SessionStore {
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
   private readonly recordBatchTransaction: (inserts: readonly InboxInsert[]) => Array<{ inserted: boolean; row: InboxRow }>;
-  private readonly acquireAndReadTransaction: (conversationId: string, holder: string, ttl: number, sessionId: string) => { attempt: LeaseAttempt; read: TurnStartRead | null };
+  private readonly acquireAndReadTransaction: (
+    conversationId: string,
+    holder: string,
+    ttl: number,
+    reading: { sessionId: string; pendingInboxLimit?: number },
+  ) => { attempt: LeaseAttempt; read: TurnStartRead | null };
   private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private readonly gate: WriteGate;
@@ -159,11 +164,14 @@ export class SessionDB implements SessionStore {
     });
     this.recordBatchTransaction = (inserts) => recordBatch.immediate(inserts);
     // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now guards.
-    const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, sessionId: string) => {
+    const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: { sessionId: string; pendingInboxLimit?: number }) => {
       const attempt = this.leases.tryAcquire(conversationId, holder, ttl, this.clock());
-      return { attempt, read: attempt.acquired ? this.turnStartRead(sessionId) : null };
+      if (!attempt.acquired) return { attempt, read: null };
+      const read = this.turnStartRead(reading.sessionId);
+      const limit = reading.pendingInboxLimit ?? 0;
+      return { attempt, read: limit > 0 ? { ...read, pendingInbox: this.inbox.pendingForSession(conversationId, limit) } : read };
     });
-    this.acquireAndReadTransaction = (conversationId, holder, ttl, sessionId) => acquireAndRead.immediate(conversationId, holder, ttl, sessionId);
+    this.acquireAndReadTransaction = (conversationId, holder, ttl, reading) => acquireAndRead.immediate(conversationId, holder, ttl, reading);
 
     this.notifier = options.notifier ?? null;
     this.unsubscribeNotifier =
@@ -341,7 +349,7 @@ export class SessionDB implements SessionStore {
         // Batched with this pass's other writes; a busy database is reported to the wait loop.
         attempt: async (conversationId) => {
           if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report" });
-          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading.sessionId), { busy: "report" });
+          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report" });
           read = step.read;
           return step.attempt;
         },

@@ -148,9 +148,10 @@ export interface LeaseAcquireOptions {
    * an acquire and then several reads): the tip of `sessionId`'s chain, whether its row exists,
    * and its model-ready transcript (repaired, with row ids). Handed to `onRead` when the lease is
    * taken; a store without the combined step leaves it uncalled (the caller then reads itself).
-   * A failing read fails that attempt, and nothing is held.
+   * A failing read fails that attempt, and nothing is held. With `pendingInboxLimit`, the same
+   * step also reads the head of the conversation's pending inbox (up to that many rows).
    */
-  readUnderLease?: { sessionId: string; onRead: (read: TurnStartRead) => void };
+  readUnderLease?: { sessionId: string; onRead: (read: TurnStartRead) => void; pendingInboxLimit?: number };
 }
 
 /** What a turn reads under its lease before it runs (see LeaseAcquireOptions.readUnderLease). */
@@ -160,6 +161,8 @@ export interface TurnStartRead {
   sessionExists: boolean;
   /** The tip's transcript as getMessagesAsConversation(tip, {repairAlternation, includeRowIds}) returns it; empty without a row. */
   transcript: ConversationMessage[];
+  /** pendingInbox(conversationId, pendingInboxLimit) as of the lease's transaction, when asked for. */
+  pendingInbox?: InboxRow[];
 }
 
 /**

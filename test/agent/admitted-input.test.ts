@@ -187,6 +187,22 @@ describe.each(storeBackends)("on $name", (each) => {
       expect((await db.getMessages("s1")).map((m) => m.content)).toEqual(["first", "one", "second", "two"]);
     });
 
+    it("hands admittedInput the pending inbox head read in the lease's transaction when asked for it", async () => {
+      const db = await openDb();
+      await db.createSession("s1", { source: "webhook" });
+      const first = await receive(db, "evt-1", "first");
+      const second = await receive(db, "evt-2", "second");
+      const agent = new Agent({ store: db, provider: new ScriptedProvider([reply("a"), reply("b")]), sessionId: "s1", platform: "webhook" });
+      const seen: Array<number[] | undefined> = [];
+      const recording = (inner: ReturnType<typeof inboxHead>) => async (ctx: Parameters<ReturnType<typeof inboxHead>>[0] & { pendingInbox?: InboxRow[] }) => {
+        seen.push(ctx.pendingInbox?.map((row) => row.id));
+        return inner(ctx);
+      };
+      await agent.runConversation(null, { pendingInboxLimit: 2, admittedInput: recording(inboxHead(db)) });
+      await agent.runConversation(null, { admittedInput: recording(inboxHead(db)) });
+      expect(seen).toEqual([[first.id, second.id], undefined]);
+    });
+
     it("records the outcome even when the loop throws", async () => {
       const db = await openDb();
       await db.createSession("s1", { source: "webhook" });

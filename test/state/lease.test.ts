@@ -262,6 +262,32 @@ describe.each(storeBackends)("lease on $name", (backend) => {
       }
     });
 
+    it("readUnderLease with pendingInboxLimit: the head of the conversation's pending inbox is read in the same transaction", async () => {
+      const transactions = countTransactions();
+      try {
+        const db = await store.open();
+        await db.createSession("conv", { source: "t" });
+        const rows = [];
+        for (const id of ["m1", "m2", "m3"]) rows.push((await db.recordInbound({ platform: "t", platformMessageId: id, sessionId: "conv", payload: { text: id } })).row);
+        await db.completeInbox([rows[0].id], "done", "ok");
+        const reads: Array<{ pendingInbox?: Array<{ id: number }> }> = [];
+        transactions.reset();
+        const onRead = (read: { pendingInbox?: Array<{ id: number }> }) => reads.push(read);
+        expect(await db.acquireSessionTurnLease("conv", "A", { readUnderLease: { sessionId: "conv", pendingInboxLimit: 1, onRead } })).toBe(true);
+        expect(transactions.count).toBe(1);
+        expect(reads[0].pendingInbox?.map((r) => r.id)).toEqual([rows[1].id]);
+        await db.releaseSessionTurnLease("conv", "A");
+        expect(await db.acquireSessionTurnLease("conv", "A", { readUnderLease: { sessionId: "conv", pendingInboxLimit: 5, onRead } })).toBe(true);
+        expect(reads[1].pendingInbox?.map((r) => r.id)).toEqual([rows[1].id, rows[2].id]);
+        // Without a limit, no inbox read.
+        await db.releaseSessionTurnLease("conv", "A");
+        expect(await db.acquireSessionTurnLease("conv", "A", { readUnderLease: { sessionId: "conv", onRead } })).toBe(true);
+        expect(reads[2].pendingInbox).toBeUndefined();
+      } finally {
+        transactions.stop();
+      }
+    });
+
     it("is admitted at once when free, without onWait or onContended", async () => {
       const db = await store.open();
       const onWait = vi.fn();

@@ -318,7 +318,10 @@ export class PostgresStore implements SessionStore {
           // Admission and the turn's first reads in one transaction: rolled back together when a read fails.
           return this.leaseTransaction(async (client) => {
             const attempt = await this.leases.tryAcquire(client, conversationId, holder, ttl, this.now());
-            if (attempt.acquired) read = await this.turnStartRead(client, reading.sessionId);
+            if (!attempt.acquired) return attempt;
+            const started = await this.turnStartRead(client, reading.sessionId);
+            const limit = reading.pendingInboxLimit ?? 0;
+            read = limit > 0 ? { ...started, pendingInbox: await this.inbox.pendingForSession(client, conversationId, limit) } : started;
             return attempt;
           });
         },
