@@ -175,21 +175,23 @@ export class TurnWorkers {
   /** One wake-up, from BullMQ or in memory: the turns of the conversation's head it may run. */
   private async wake({ conversationId, inboxId }: WakeUp): Promise<void> {
     const { store, config } = this.deps;
-    const row = await store.getInboxRow(inboxId);
+    // The row, the conversation's head and its lease holder, in one read.
+    let view = await store.wakeUpView(conversationId, inboxId);
+    const row = view.row;
     if (row?.status === "pending" && busyModeFor(config, row.platform) === "interrupt") {
       await this.deps.publishInterrupt({ sessionId: conversationId, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
     // A live turn on this conversation wakes its next row after it releases the lease (see
     // below), so this wake-up need not hold a worker slot waiting: other sessions run meanwhile.
-    if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
+    if (view.liveHolder) return;
     // A turn consumes the head, which may be another wake-up's row (lost with a dead worker, or
     // returned as a no-op above). After each turn (its lease released) the inbox is read again,
     // so a wake-up that saw the lease held cannot strand its row.
-    let [next] = row?.status === "pending" ? [row] : await store.pendingInbox(conversationId, 1);
+    let next = row?.status === "pending" ? row : view.head;
     for (let turns = 0; next; turns++) {
       if (turns > 0) {
         // Another wake-up took the lease the moment it was released: that turn carries on from here.
-        if (await store.liveSessionTurnLeaseHolder(conversationId)) return;
+        if (view.liveHolder) return;
         // One turn per slot while it can be handed on: the session's next turn queues behind the
         // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
         // its messages keep coming (in memory, or as a job). Only when Redis refuses a job does
@@ -197,7 +199,8 @@ export class TurnWorkers {
         if ((await this.handOn(conversationId, next.id)) || turns >= MAX_TURNS_PER_JOB) return;
       }
       await this.runTurn(conversationId, next);
-      [next] = await store.pendingInbox(conversationId, 1);
+      view = await store.wakeUpView(conversationId, null);
+      next = view.head;
     }
   }
 

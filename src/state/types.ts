@@ -154,6 +154,13 @@ export interface LeaseAcquireOptions {
   readUnderLease?: { sessionId: string; onRead: (read: TurnStartRead) => void; pendingInboxLimit?: number };
 }
 
+/** See SessionStore.wakeUpView. */
+export interface WakeUpView {
+  row: InboxRow | null;
+  head: InboxRow | null;
+  liveHolder: string | null;
+}
+
 /** What a turn reads under its lease before it runs (see LeaseAcquireOptions.readUnderLease). */
 export interface TurnStartRead {
   /** The tip: the newest session of the compacted chain. */
@@ -288,6 +295,12 @@ export interface InboxStore {
   markInboxEnqueued(ids: number[]): Promise<void>;
   /** Pending rows of one session, oldest first (the head is the next turn's input). */
   pendingInbox(sessionId: string, limit?: number): Promise<InboxRow[]>;
+  /**
+   * What a turn's wake-up reads before it runs, in one read: the inbox row it was woken for (by
+   * id; null when `inboxId` is null or the row is gone), the head of the conversation's pending
+   * inbox, and the live holder of its turn lease (as liveSessionTurnLeaseHolder).
+   */
+  wakeUpView(conversationId: string, inboxId: number | null): Promise<WakeUpView>;
   /** Every pending row, oldest first: the reconciler re-enqueues these at start-up and after Redis returns. */
   listPendingInbox(limit?: number): Promise<InboxRow[]>;
   /**

@@ -132,6 +132,24 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
       expect((await db.getInboxRow(ids[2]))?.enqueued_at).toBeNull();
     });
 
+    it("wakeUpView: the woken row, the conversation's pending head and its live lease holder in one read", async () => {
+      const db = await store.open();
+      await db.createSession("s", { source: "slack" });
+      const m1 = (await db.recordInbound(inbound("m1"))).row;
+      const m2 = (await db.recordInbound(inbound("m2"))).row;
+      expect(await db.wakeUpView("s", m2.id)).toEqual({ row: m2, head: m1, liveHolder: null });
+      await db.completeInbox([m1.id], "done", "ok");
+      expect(await db.tryAcquireSessionTurnLease("s", "holder-A", { ttlSeconds: 60 })).toBe(true);
+      const view = await db.wakeUpView("s", m1.id);
+      expect(view.row).toMatchObject({ id: m1.id, status: "done" });
+      expect(view.head?.id).toBe(m2.id);
+      expect(view.liveHolder).toBe("holder-A");
+      await db.releaseSessionTurnLease("s", "holder-A");
+      await db.completeInbox([m2.id], "done", "ok");
+      expect(await db.wakeUpView("s", null)).toEqual({ row: null, head: null, liveHolder: null });
+      expect((await db.wakeUpView("s", 999_999)).row).toBeNull();
+    });
+
     it("finds the head of each conversation no lease covers once it is old enough", async () => {
       const clock = manualClock(100);
       const db = await store.open({ now: clock.now });

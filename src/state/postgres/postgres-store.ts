@@ -31,6 +31,7 @@ import type {
   StaleLease,
   StoredAttachment,
   TurnStartRead,
+  WakeUpView,
 } from "../types.js";
 import { PgAttachmentSql } from "./attachments.js";
 import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransaction, isTransientPgError, type Queryable } from "./connection.js";
@@ -419,6 +420,19 @@ export class PostgresStore implements SessionStore {
   /** A duplicate of a message already recorded returns the existing row unchanged. */
   async recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow> {
     return (await this.run((db) => this.inbox.record(db, insert, this.now(), reason))).row;
+  }
+
+  async wakeUpView(conversationId: string, inboxId: number | null): Promise<WakeUpView> {
+    const leaseKey = await this.conversationIdOf(conversationId);
+    // Three reads side by side on the pool: a wake-up waits for one round trip, not three.
+    const [row, head, liveHolder] = await this.run((db) =>
+      Promise.all([
+        inboxId === null ? null : this.inbox.get(db, inboxId),
+        this.inbox.pendingForSession(db, conversationId, 1).then((rows) => rows[0] ?? null),
+        this.leases.liveHolder(db, leaseKey, this.now()),
+      ]),
+    );
+    return { row, head, liveHolder };
   }
 
   async getInboxRow(id: number): Promise<InboxRow | null> {

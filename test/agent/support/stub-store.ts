@@ -7,6 +7,7 @@ import type {
   CreateSessionInput,
   DeliveryRow,
   InboxRow,
+  WakeUpView,
   InboxStatus,
   LeaseAcquireOptions,
   FlushResult,
@@ -129,6 +130,7 @@ export class StubStore implements SessionStore {
   findInboxRow(): Promise<InboxRow | null> { return notUsed("findInboxRow"); }
   markInboxEnqueued(): Promise<void> { return notUsed("markInboxEnqueued"); }
   pendingInbox(): Promise<InboxRow[]> { return notUsed("pendingInbox"); }
+  wakeUpView(): Promise<WakeUpView> { return notUsed("wakeUpView"); }
   listPendingInbox(): Promise<InboxRow[]> { return notUsed("listPendingInbox"); }
   unclaimedPendingHeads(): Promise<Array<{ conversationId: string; inboxId: number }>> { return notUsed("unclaimedPendingHeads"); }
   sessionTurnLeasesOfThisProcess(): Promise<Array<{ conversationId: string; holder: string }>> { return notUsed("sessionTurnLeasesOfThisProcess"); }
