@@ -7,6 +7,7 @@ import type { ConversationMessage } from "./types.js";
 export class MessageSql {
   private readonly insert: Statement<[Record<string, unknown>]>;
   private readonly selectBySession: Statement<[string], StoredMessageTuple>;
+  private readonly selectAfter: Statement<[string, number], StoredMessageTuple>;
   private readonly selectPlatformId: Statement<[string, string], { one: number }>;
 
   constructor(db: Database) {
@@ -18,6 +19,9 @@ export class MessageSql {
     );
     this.selectBySession = db
       .prepare<[string], StoredMessageTuple>(`SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id`)
+      .raw(true);
+    this.selectAfter = db
+      .prepare<[string, number], StoredMessageTuple>(`SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = ? AND id > ? ORDER BY id`)
       .raw(true);
     this.selectPlatformId = db.prepare(
       "SELECT 1 AS one FROM messages WHERE platform_message_id = ? AND session_id = ? LIMIT 1",
@@ -48,6 +52,11 @@ export class MessageSql {
 
   rows(sessionId: string): StoredMessageTuple[] {
     return this.selectBySession.all(sessionId);
+  }
+
+  /** The session's rows after row `afterId`, in id order. */
+  rowsAfter(sessionId: string, afterId: number): StoredMessageTuple[] {
+    return this.selectAfter.all(sessionId, afterId);
   }
 
   hasPlatformMessageId(sessionId: string, platformMessageId: string): boolean {

@@ -19,6 +19,7 @@ import type { OnTightened } from "./private-files.js";
 import { SessionSql } from "./sessions.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
+import { TranscriptRows } from "./transcript-rows.js";
 import { WriteBatches, type WriteOptions } from "./write-batches.js";
 import { WriteGate } from "./write-gate.js";
 import type {
@@ -105,6 +106,7 @@ export class SessionDB implements SessionStore {
   private readonly checkpointer: WalCheckpointer | null = null;
   private readonly gate: WriteGate;
   private readonly writes: WriteBatches;
+  private readonly transcripts = new TranscriptRows();
   private closed = false;
 
   constructor(path: string, options: SessionDBOptions = {}) {
@@ -225,7 +227,13 @@ export class SessionDB implements SessionStore {
   private holdingGate<T>(step: () => T): Promise<T> {
     return this.gate.holdAsync(() => {
       this.assertOpen();
-      return step();
+      try {
+        return step();
+      } catch (err) {
+        // Rolled back: transcript rows it read may have been its own, now gone.
+        this.transcripts.clear();
+        throw err;
+      }
     });
   }
 
@@ -322,7 +330,8 @@ export class SessionDB implements SessionStore {
   private conversationOf(sessionId: string, options: ConversationReadOptions): ConversationMessage[] {
     const includeRowIds = options.includeRowIds === true;
     const attachments = this.attachments.bySessionMessage(sessionId, true);
-    const transcript = this.messages.rows(sessionId).map((row) => {
+    const rows = this.transcripts.read(sessionId, (afterId) => this.messages.rowsAfter(sessionId, afterId));
+    const transcript = rows.map((row) => {
       const message = toConversationMessage(row, includeRowIds);
       const held = attachments.get(row[0]);
       if (held) message.attachments = held;

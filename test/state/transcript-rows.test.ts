@@ -1,0 +1,90 @@
+// The transcript rows a SQLite connection remembers (state/transcript-rows.ts): later reads ask
+// only for rows after the last one held, within a bound; and through SessionDB, on a real file,
+// a transcript read again sees what another connection appended.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { StoredMessageTuple } from "../../src/state/conversation.js";
+import { SessionDB } from "../../src/state/session-db.js";
+import { TranscriptRows } from "../../src/state/transcript-rows.js";
+
+const row = (id: number): StoredMessageTuple => [id, "user", `m${id}`, null, null, null, null, id, null, null, null, null];
+
+describe("TranscriptRows", () => {
+  it("asks only for the rows after the last one it holds, and returns them all in order", () => {
+    const cache = new TranscriptRows(100);
+    const asked: number[] = [];
+    const stored = [row(1), row(2)];
+    const readAfter = (afterId: number) => {
+      asked.push(afterId);
+      return stored.filter((r) => r[0] > afterId);
+    };
+    expect(cache.read("s", readAfter).map((r) => r[0])).toEqual([1, 2]);
+    stored.push(row(5));
+    expect(cache.read("s", readAfter).map((r) => r[0])).toEqual([1, 2, 5]);
+    expect(cache.read("s", readAfter).map((r) => r[0])).toEqual([1, 2, 5]);
+    expect(asked).toEqual([0, 2, 5]);
+  });
+
+  it("keeps at most its bound of rows, dropping the least recently read sessions first", () => {
+    const cache = new TranscriptRows(4);
+    const rows = (n: number) => () => Array.from({ length: n }, (_, i) => row(i + 1));
+    cache.read("a", rows(2));
+    cache.read("b", rows(2));
+    cache.read("a", () => []); // a is now the most recent
+    cache.read("c", rows(2)); // over the bound: b goes
+    expect(cache.heldRows).toBe(4);
+    const askedAfter: number[] = [];
+    const spy = (afterId: number) => {
+      askedAfter.push(afterId);
+      return [];
+    };
+    cache.read("a", spy);
+    cache.read("b", spy);
+    expect(askedAfter).toEqual([2, 0]);
+    // A transcript longer than the bound is read whole every time, never kept.
+    const big = new TranscriptRows(3);
+    big.read("x", rows(5));
+    expect(big.heldRows).toBe(0);
+  });
+
+  it("returns a copy the caller may change", () => {
+    const cache = new TranscriptRows(10);
+    const first = cache.read("s", () => [row(1)]);
+    first.pop();
+    expect(cache.read("s", () => []).length).toBe(1);
+  });
+});
+
+describe("SessionDB transcript reads", () => {
+  let dir: string | null = null;
+  afterEach(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    dir = null;
+  });
+
+  it("reads again what another connection appended; a failed fenced flush leaves the transcript whole", async () => {
+    dir = mkdtempSync(join(tmpdir(), "transcript-rows-"));
+    const path = join(dir, "s.db");
+    const reader = new SessionDB(path);
+    const writer = new SessionDB(path);
+    try {
+      await writer.createSession("s", { source: "t" });
+      await writer.appendMessage("s", { role: "user", content: "one" });
+      const read = async () => (await reader.getMessagesAsConversation("s", { repairAlternation: true })).map((m) => m.content);
+      expect(await read()).toEqual(["one"]);
+      await writer.appendMessagesBatch("s", [
+        { role: "assistant", content: "two" },
+        { role: "user", content: "three" },
+      ]);
+      expect(await read()).toEqual(["one", "two", "three"]);
+      // A fenced flush that fails writes nothing, and the reader's next read is still whole.
+      await expect(reader.appendMessagesBatch("s", [{ role: "assistant", content: "fenced" }], { turnLeaseHolder: "nobody" })).rejects.toThrow();
+      expect(await read()).toEqual(["one", "two", "three"]);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+});
