@@ -352,7 +352,7 @@ export class OutcomeTimeoutError extends Error {
   }
 }
 
-function outcomeOf(row: { id: number; session_id: string; status: string; reply: string | null }): TurnOutcome {
+function outcomeOf(row: { id: number; session_id: string; status: string; reply: string | null; received_at: number }): TurnOutcome {
   const status = row.status === "pending" ? "done" : (row.status as TurnOutcome["status"]);
-  return { inboxId: row.id, sessionId: row.session_id, status, reply: row.reply };
+  return { inboxId: row.id, sessionId: row.session_id, status, reply: row.reply, receivedAt: row.received_at };
 }

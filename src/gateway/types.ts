@@ -90,6 +90,8 @@ export interface TurnOutcome {
   sessionId: string;
   status: "done" | "failed" | "interrupted" | "rejected";
   reply: string | null;
+  /** When the inbox row was received (epoch seconds). */
+  receivedAt: number;
 }
 
 /** What an adapter may call on the gateway. */

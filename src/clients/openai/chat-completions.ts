@@ -59,7 +59,9 @@ export async function handleChatCompletion(deps: ApiServerDeps, req: Request, re
   const failure = failureOf(outcome);
   if (failure) throw failure;
   if (outcome.status === "interrupted") res.setHeader("X-Turn-Status", "interrupted");
-  res.json(chatCompletion(await metaFor(deps, accepted.inboxId), outcome.reply ?? ""));
+  // The row's time (read with the outcome), so a retried request gets the same answer, byte for byte.
+  const meta = { id: completionId(accepted.inboxId), created: Math.floor(outcome.receivedAt), model: servedModelName(deps.config) };
+  res.json(chatCompletion(meta, outcome.reply ?? ""));
 }
 
 async function prepare(deps: ApiServerDeps, req: Request): Promise<PreparedRequest> {

@@ -63,7 +63,7 @@ export class RecordingIngress implements GatewayIngress {
       await new Promise((resolve) => setTimeout(resolve, timeoutMs));
       throw new Error(`timed out after ${timeoutMs} ms waiting for inbox row ${inboxId}`);
     }
-    return { inboxId, sessionId: row.sessionId, status: "done", reply: reply(row.message) };
+    return { inboxId, sessionId: row.sessionId, status: "done", reply: reply(row.message), receivedAt: Date.now() / 1000 };
   }
 
   async interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void> {

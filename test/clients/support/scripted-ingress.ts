@@ -106,7 +106,7 @@ export class ScriptedIngress implements GatewayIngress {
         await this.bus.publish(row.sessionId, kind, { inbox_ids: [row.id], ...data });
       },
       finish: (status, reply) => {
-        row.outcome = { inboxId: row.id, sessionId: row.sessionId, status, reply };
+        row.outcome = { inboxId: row.id, sessionId: row.sessionId, status, reply, receivedAt: this.receivedAt };
         for (const waiter of row.waiters.splice(0)) waiter(row.outcome);
       },
     });
