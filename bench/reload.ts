@@ -110,6 +110,8 @@ export async function reloadBenchmark(ctx: BenchContext): Promise<BenchResult> {
   const notes = [
     `${MESSAGES} rows (user, tool call, tool result, answer; JSON metadata) among ${OTHER_SESSIONS * OTHER_MESSAGES} rows of other sessions; repairAlternation and includeRowIds on. ` +
       "The same data in a fresh SQLite file, then in a fresh PostgreSQL schema (the first read on a newly opened store: a new file handle, or a new connection pool).",
+    "On SQLite a connection remembers the transcript rows it has read (messages are append-only): the first read reads all 10,000 rows, a later one only the rows added since, " +
+      "as a turn's reload does in a running gateway; PostgreSQL reads the whole transcript every time.",
   ];
   try {
     const pg = await measureReloads(ctx, "pg");
