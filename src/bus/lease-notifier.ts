@@ -1,11 +1,16 @@
 // Cross-process lease wake-ups over Redis pub/sub: a release publishes on the member
 // `<family>:<conversation id>` of a channel family; every process listens to the whole family and
 // wakes its local waiters. Pub/sub is at-most-once: a lost message only means a waiter falls back
-// to its poll, never a wrong admission (the lease row in SQLite is the truth).
+// to its poll, never a wrong admission (the lease row in SQLite is the truth). The releases of one
+// pass of the event loop go out as one message (their ids, one per line): under load a process
+// releases many leases at once, and every process hears every message.
 import type { Redis } from "ioredis";
 import type { LeaseReleaseNotifier } from "../state/types.js";
 import { Listeners } from "./listeners.js";
 import { PubSubChannel } from "./pubsub-channel.js";
+
+/** Between the ids of one release message (an id holding one would only miss its wake-up: its waiters poll). */
+const RELEASE_SEPARATOR = "\n";
 
 export interface RedisLeaseNotifierOptions {
   /** Publish or subscribe failures (the caller decides whether to log). Default: ignored. */
@@ -18,6 +23,8 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
   private readonly onError: (err: Error) => void;
   private readonly subscribed: Promise<void>;
   private closed = false;
+  /** Released since the last publish, in order: sent at the end of this pass of the event loop. */
+  private released: string[] = [];
 
   /**
    * @param publisher commands connection (PUBLISH); never closed here.
@@ -28,7 +35,7 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
   constructor(publisher: Redis, subscriber: Redis | null | undefined, channelFamily: string, options: RedisLeaseNotifierOptions = {}) {
     this.onError = options.onError ?? (() => undefined);
     this.listeners = new Listeners((err) => this.onError(err instanceof Error ? err : new Error(String(err))));
-    this.channel = new PubSubChannel({ redis: publisher, subscriber, name: channelFamily, family: true, onMessage: (id) => this.listeners.emit(id) });
+    this.channel = new PubSubChannel({ redis: publisher, subscriber, name: channelFamily, family: true, onMessage: (message) => this.heard(message) });
     this.subscribed = this.channel.listen().catch((err: Error) => this.onError(err));
   }
 
@@ -39,7 +46,20 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
 
   publishRelease(conversationId: string): void {
     if (this.closed) return;
-    this.channel.publish(conversationId, conversationId).catch((err: Error) => this.onError(err));
+    this.released.push(conversationId);
+    if (this.released.length === 1) setImmediate(() => this.publishReleased());
+  }
+
+  private publishReleased(): void {
+    const ids = [...new Set(this.released)];
+    this.released = [];
+    if (this.closed || ids.length === 0) return;
+    // On the first id's member of the family: every process hears the whole family anyway.
+    this.channel.publish(ids.join(RELEASE_SEPARATOR), ids[0]).catch((err: Error) => this.onError(err));
+  }
+
+  private heard(message: string): void {
+    for (const id of message.split(RELEASE_SEPARATOR)) if (id !== "") this.listeners.emit(id);
   }
 
   onRelease(listener: (conversationId: string) => void): () => void {
@@ -48,6 +68,8 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // Releases of this last pass still go out: other processes' waiters need not wait for their poll.
+    this.publishReleased();
     this.closed = true;
     this.listeners.clear();
     await this.channel.close();

@@ -37,6 +37,31 @@ describe("RedisLeaseNotifier", () => {
     expect(heard).toEqual(["conv:1", "conv*[2]"]);
   });
 
+  it("sends the releases of one pass of the event loop as one message, and a release just before close still goes out", async () => {
+    const prefix = uniquePrefix("lease");
+    const publisher = client();
+    const sender = new RedisLeaseNotifier(publisher, null, prefix);
+    notifiers.push(sender);
+    await sender.ready();
+    const receiver = await notifier(prefix);
+    const heard: string[] = [];
+    receiver.onRelease((id) => heard.push(id));
+    const published: string[] = [];
+    const original = publisher.publish.bind(publisher);
+    publisher.publish = ((channel: string, message: string) => {
+      published.push(message);
+      return original(channel, message);
+    }) as typeof publisher.publish;
+    for (const id of ["a", "b", "a", "c"]) sender.publishRelease(id);
+    await until(() => heard.length === 3, 3000, "the three releases");
+    expect(heard).toEqual(["a", "b", "c"]);
+    expect(published).toEqual(["a\nb\nc"]);
+    sender.publishRelease("last");
+    await sender.close();
+    await until(() => heard.length === 4, 3000, "the release before close");
+    expect(heard[3]).toBe("last");
+  });
+
   it("hears only its own prefix, even when the prefix contains glob characters", async () => {
     const starPrefix = `${uniquePrefix("lease")}*`;
     const mine = await notifier(starPrefix);
