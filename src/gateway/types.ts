@@ -177,8 +177,8 @@ export interface PlainAnswer {
 
 /**
  * A POST route answered from its headers and raw body bytes alone, so the HTTP server can answer
- * it without Express (a platform's event hot path). The adapter's Express route for the same path
- * answers through the same function, so both give the same answers.
+ * it without Express (a platform's hot path: Slack's events, each webhook route). The adapter's
+ * Express route for the same path answers through the same function, so both give the same answers.
  */
 export interface PlainPostRoute {
   /** The exact path (a query string is ignored). */

@@ -1,5 +1,5 @@
 // The HTTP server's first stop. The few POST routes an adapter answers as a plain function of the
-// headers and the raw body (PlainPostRoute: Slack's events) are answered here, without express's
+// headers and the raw body (PlainPostRoute: Slack's events, each signed webhook route) are answered here, without express's
 // router, body parser and stream plumbing on the hot path; every other request goes to the
 // express app untouched. The answers are the express route's: the no-key Host rule first, the
 // same body limit (413 once the body is read off, as the body parser does), the same JSON errors.

@@ -263,7 +263,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         ],
         consoleRoutes: [consoleRouter({ apiKeyRequired: config.apiKey !== null })],
       });
-      // Slack's events skip express (same answers, less work per ack); everything else is the app's.
+      // Slack's events and the webhook routes skip express (same answers, less work per request); everything else is the app's.
       server = createServer(withFastPath({
         routes: adapterList.flatMap((a) => a.plainRoutes?.(ingress) ?? []),
         hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),

@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import { errorBody } from "../../gateway/http-errors.js";
 import type { PlainAnswer } from "../../gateway/types.js";
+import { headerValue as header } from "../shared/headers.js";
 import { SlackEnvelopeSchema } from "./events.js";
 import type { SlackIntake } from "./intake.js";
 import { verifySlackSignature, type VerifyResult } from "./signature.js";
@@ -17,12 +18,6 @@ export interface SlackEventsContext {
 }
 
 export type SlackEventsAnswer = (headers: IncomingHttpHeaders, body: Buffer) => Promise<PlainAnswer>;
-
-/** A header's value as express's `req.get` reads it (node joins repeated custom headers). */
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return typeof value === "string" ? value : undefined;
-}
 
 /** The signature check both Slack routes make over the exact bytes. */
 export function verifySlackRequest(signingSecret: string, headers: IncomingHttpHeaders, body: Buffer, nowMs: number): VerifyResult {

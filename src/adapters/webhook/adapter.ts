@@ -2,9 +2,10 @@
 // as signed callbacks (callback routes).
 import type { Logger } from "pino";
 import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
+import { DEFAULT_SYNC_TIMEOUT_MS, webhookAnswer, type WebhookAnswerContext } from "./answer.js";
 import { postCallback } from "./callback.js";
 import { parseWebhookRoutes, type WebhookRoutes } from "./config.js";
-import { DEFAULT_SYNC_TIMEOUT_MS, webhookRoutes } from "./routes.js";
+import { webhookRoutes } from "./routes.js";
 
 export interface WebhookAdapterDeps {
   logger: Logger;
@@ -20,18 +21,24 @@ export function createWebhookAdapter(routesConfig: WebhookRoutes, deps: WebhookA
   const routes = parseWebhookRoutes(routesConfig);
   const logger = deps.logger.child({ adapter: "webhook" });
   const now = deps.now ?? Date.now;
+  const answerContext: WebhookAnswerContext = { routes, logger, now, syncTimeoutMs: deps.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS };
   return {
     platform: "webhook",
     capabilities: { threads: false, edits: false, streaming: false, typing: false },
 
     routes(ingress: GatewayIngress) {
-      return webhookRoutes(ingress, {
-        routes,
+      return webhookRoutes(ingress, { ...answerContext, bodyLimitBytes: deps.bodyLimitBytes });
+    },
+
+    // Every configured route again, at its exact path, for the HTTP server to answer without
+    // express. Sync routes too: their answer (after the wait for the turn) is as plain.
+    plainRoutes(ingress: GatewayIngress) {
+      const answer = webhookAnswer(ingress, answerContext);
+      return Object.keys(routes).map((name) => ({
+        path: `/webhooks/${name}`,
         bodyLimitBytes: deps.bodyLimitBytes,
-        logger,
-        now,
-        syncTimeoutMs: deps.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS,
-      });
+        answer: (headers, body) => answer(name, headers, body),
+      }));
     },
 
     async send(reply: OutboundReply): Promise<SendResult> {

@@ -2,7 +2,7 @@ export { createWebhookAdapter, type WebhookAdapterDeps } from "./adapter.js";
 export { callbackMessageId, postCallback } from "./callback.js";
 export { parseWebhookRoutes, webhookConfigSection, WebhookRouteSchema, type WebhookRouteConfig, type WebhookRoutes } from "./config.js";
 export { parseWebhookBody, WebhookBodySchema, type WebhookBody } from "./body.js";
-export { DEFAULT_SYNC_TIMEOUT_MS, toInboundMessage } from "./routes.js";
+export { DEFAULT_SYNC_TIMEOUT_MS, toInboundMessage, webhookAnswer, type WebhookAnswer } from "./answer.js";
 export {
   githubSignature,
   signWebhook,
