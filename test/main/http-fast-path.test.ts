@@ -2,104 +2,36 @@
 // goes to two real servers on loopback built from the same adapter: express alone, and the fast
 // path in front of express (counting what reaches express), with real signatures; then a running
 // gateway shows its server is wired that way.
-import { request, createServer, type RequestListener, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSlackAdapter } from "../../src/adapters/slack/index.js";
 import { slackSignature } from "../../src/adapters/slack/signature.js";
 import { InMemoryThreadMemory } from "../../src/bus/thread-memory.js";
-import { hostAllowed, NO_EXTRA_BROWSER_RULES } from "../../src/clients/browser-rules.js";
-import { buildApp } from "../../src/main/app.js";
-import { withFastPath } from "../../src/main/http-fast-path.js";
 import { fixtureText } from "../adapters/support/fixtures.js";
 import { silentLogger } from "../adapters/support/http.js";
 import { RecordingIngress } from "../adapters/support/recording-ingress.js";
 import { rawRequest, type RawResponse } from "../bad-input/raw-http.js";
+import { answerOf, chunkedRequest, serveSide, type Side } from "./support/side-by-side.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 
 const SECRET = "fast-path-slack-signing-secret";
 const LIMIT = 4096;
 const API_KEY = "fast-path-api-key-0123456789";
 
-interface Side {
-  url: string;
-  ingress: RecordingIngress;
-  /** Requests that reached the express app. */
-  expressHits: number;
-  close(): Promise<void>;
-}
-
-async function listen(listener: RequestListener): Promise<{ server: Server; url: string }> {
-  const server = createServer(listener);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
 /** The Slack adapter's routes in the gateway's express app, with or without the fast path in front. */
 async function serve(options: { fast: boolean; apiKey: string | null }): Promise<Side> {
-  const ingress = new RecordingIngress();
   const adapter = createSlackAdapter(
     // Nothing listens there: no case gets as far as calling Slack.
     { signingSecret: SECRET, botToken: "xoxb-fast-path", apiUrl: "http://127.0.0.1:9/api/", botUserId: "U0BOT000001" },
     { logger: silentLogger, bodyLimitBytes: LIMIT, threads: new InMemoryThreadMemory() },
   );
-  const app = buildApp({
-    logger: silentLogger,
-    apiKey: options.apiKey,
-    publicRoutes: [adapter.routes!(ingress)],
-    protectedRoutes: [],
-    operationalRoutes: [],
-  });
-  const counted: RequestListener = (req, res) => {
-    side.expressHits++;
-    app(req, res);
-  };
-  const listener = options.fast
-    ? withFastPath({
-        routes: adapter.plainRoutes!(ingress),
-        hostAllowed: options.apiKey === null ? (req) => hostAllowed(req, NO_EXTRA_BROWSER_RULES) : undefined,
-        logger: silentLogger,
-        fallback: counted,
-      })
-    : counted;
-  const { server, url } = await listen(listener);
-  const side: Side = {
-    url,
-    ingress,
-    expressHits: 0,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-  return side;
+  return serveSide({ routes: (i) => adapter.routes!(i), plainRoutes: (i) => adapter.plainRoutes!(i) }, new RecordingIngress(), options);
 }
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 function signed(body: string, timestamp = String(nowSeconds()), secret = SECRET): Record<string, string> {
   return { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": slackSignature(secret, timestamp, body) };
-}
-
-/** What a client can tell apart in an answer, besides express's ETag on JSON bodies. */
-function answerOf(res: RawResponse): { status: number; contentType: unknown; contentLength: unknown; body: string } {
-  return { status: res.status, contentType: res.headers["content-type"], contentLength: res.headers["content-length"], body: res.body };
-}
-
-/** A body sent in chunks without a Content-Length (Transfer-Encoding: chunked). */
-function chunkedRequest(base: string, path: string, headers: Record<string, string>, chunks: string[]): Promise<RawResponse> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, method: "POST", path, headers, agent: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (c: Buffer) => parts.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString("utf8") }));
-    });
-    req.on("error", reject);
-    for (const chunk of chunks) req.write(chunk);
-    req.end();
-  });
 }
 
 /** A signed-able JSON envelope of exactly `bytes` bytes (a type the route acknowledges without recording). */
