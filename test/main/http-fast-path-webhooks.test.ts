@@ -8,7 +8,7 @@ import { createWebhookAdapter, githubSignature, signWebhook, type WebhookRoutes 
 import { silentLogger } from "../adapters/support/http.js";
 import { RecordingIngress } from "../adapters/support/recording-ingress.js";
 import { rawRequest, type RawResponse } from "../bad-input/raw-http.js";
-import { answerOf, chunkedRequest, serveSide, type Side } from "./support/side-by-side.js";
+import { answerOf, chunkedRequest, closePair, sendToBoth, servePair, serveSide, type SameRequest, type Side } from "./support/side-by-side.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 
 const GITHUB_SECRET = "fast-path-webhook-secret";
@@ -52,19 +52,11 @@ describe("POST /webhooks/<route>: the fast path answers as the express route", (
   let fast: Side;
 
   beforeEach(async () => {
-    express = await serve({ fast: false, apiKey: null });
-    fast = await serve({ fast: true, apiKey: null });
+    ({ express, fast } = await servePair(serve, null));
   });
-  afterEach(async () => {
-    await express?.close();
-    await fast?.close();
-  });
+  afterEach(() => closePair({ express, fast }));
 
-  /** The same request to both servers; both answers, express's first. */
-  async function both(options: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<[RawResponse, RawResponse]> {
-    const req = { method: options.method ?? "POST", path: options.path ?? "/webhooks/ci", headers: options.headers, body: options.body };
-    return [await rawRequest(express.url, req), await rawRequest(fast.url, req)];
-  }
+  const both = (options: SameRequest): Promise<[RawResponse, RawResponse]> => sendToBoth({ express, fast }, "/webhooks/ci", options);
 
   it("records a signed delivery on a callback route once and answers 202 without express", async () => {
     const body = message("build finished", "gh-1");

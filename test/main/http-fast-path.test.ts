@@ -11,7 +11,7 @@ import { fixtureText } from "../adapters/support/fixtures.js";
 import { silentLogger } from "../adapters/support/http.js";
 import { RecordingIngress } from "../adapters/support/recording-ingress.js";
 import { rawRequest, type RawResponse } from "../bad-input/raw-http.js";
-import { answerOf, chunkedRequest, serveSide, type Side } from "./support/side-by-side.js";
+import { answerOf, chunkedRequest, closePair, sendToBoth, servePair, serveSide, type SameRequest, type Side } from "./support/side-by-side.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 
 const SECRET = "fast-path-slack-signing-secret";
@@ -47,19 +47,11 @@ describe("POST /slack/events: the fast path answers as the express route", () =>
   let fast: Side;
 
   beforeEach(async () => {
-    express = await serve({ fast: false, apiKey: null });
-    fast = await serve({ fast: true, apiKey: null });
+    ({ express, fast } = await servePair(serve, null));
   });
-  afterEach(async () => {
-    await express?.close();
-    await fast?.close();
-  });
+  afterEach(() => closePair({ express, fast }));
 
-  /** The same request to both servers; both answers, express's first. */
-  async function both(options: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<[RawResponse, RawResponse]> {
-    const req = { method: options.method ?? "POST", path: options.path ?? "/slack/events", headers: options.headers, body: options.body };
-    return [await rawRequest(express.url, req), await rawRequest(fast.url, req)];
-  }
+  const both = (options: SameRequest): Promise<[RawResponse, RawResponse]> => sendToBoth({ express, fast }, "/slack/events", options);
 
   it("records a valid event_callback and answers 200 without express", async () => {
     const [viaExpress, viaFast] = await both({ headers: signed(mention), body: mention });

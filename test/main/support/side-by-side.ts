@@ -10,7 +10,7 @@ import { buildApp } from "../../../src/main/app.js";
 import { withFastPath } from "../../../src/main/http-fast-path.js";
 import { silentLogger } from "../../adapters/support/http.js";
 import type { RecordingIngress } from "../../adapters/support/recording-ingress.js";
-import type { RawResponse } from "../../bad-input/raw-http.js";
+import { rawRequest, type RawResponse } from "../../bad-input/raw-http.js";
 
 export interface Side {
   url: string;
@@ -78,4 +78,28 @@ export function chunkedRequest(base: string, path: string, headers: Record<strin
     for (const chunk of chunks) req.write(chunk);
     req.end();
   });
+}
+
+/** The request a case sends to both servers (POST to the route's path unless it says otherwise). */
+export interface SameRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+/** The same request to both servers; both answers, express's first. */
+export async function sendToBoth(sides: { express: Side; fast: Side }, defaultPath: string, options: SameRequest): Promise<[RawResponse, RawResponse]> {
+  const req = { method: options.method ?? "POST", path: options.path ?? defaultPath, headers: options.headers, body: options.body };
+  return [await rawRequest(sides.express.url, req), await rawRequest(sides.fast.url, req)];
+}
+
+/** Both servers, express alone and the fast path in front, with the same API key. */
+export async function servePair(serve: (options: { fast: boolean; apiKey: string | null }) => Promise<Side>, apiKey: string | null): Promise<{ express: Side; fast: Side }> {
+  return { express: await serve({ fast: false, apiKey }), fast: await serve({ fast: true, apiKey }) };
+}
+
+export async function closePair(sides: { express?: Side; fast?: Side }): Promise<void> {
+  await sides.express?.close();
+  await sides.fast?.close();
 }
