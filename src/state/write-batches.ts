@@ -32,7 +32,6 @@ export type RunLocked = <T>(step: () => T) => Promise<T>;
 export class WriteBatches {
   private queued: QueuedWrite[] = [];
   private readonly inOneTransaction: (writes: readonly QueuedWrite[]) => Outcome[];
-  private readonly inSavepoint: (work: () => unknown) => unknown;
 
   constructor(
     db: Database,
@@ -41,8 +40,7 @@ export class WriteBatches {
   ) {
     // Inside the batch's transaction better-sqlite3 runs a nested transaction as a savepoint.
     const savepoint = db.transaction((work: () => unknown) => work());
-    this.inSavepoint = (work) => savepoint(work);
-    const batch = db.transaction((writes: readonly QueuedWrite[]) => writes.map((write) => this.attempt(write)));
+    const batch = db.transaction((writes: readonly QueuedWrite[]) => writes.map((write) => outcomeOf(() => savepoint(write.work))));
     this.inOneTransaction = (writes) => batch.immediate(writes);
   }
 
@@ -72,18 +70,18 @@ export class WriteBatches {
     }, this.busyDeadlineMs).catch(failAll);
   }
 
+  /** A lone write runs as it is; several run in one transaction, a savepoint each. */
   private runBatch(writes: readonly QueuedWrite[]): Outcome[] {
-    if (writes.length > 1) return this.inOneTransaction(writes);
-    return [this.attempt(writes[0], writes[0].work)];
+    return writes.length > 1 ? this.inOneTransaction(writes) : [outcomeOf(writes[0].work)];
   }
+}
 
-  /** One write's outcome; a busy error propagates, to retry (or report) the whole batch. */
-  private attempt(write: QueuedWrite, run: () => unknown = () => this.inSavepoint(write.work)): Outcome {
-    try {
-      return { ok: true, value: run() };
-    } catch (err) {
-      if (isSqliteBusy(err)) throw err;
-      return { ok: false, error: err };
-    }
+/** One write's outcome; a busy error propagates, to retry (or report) the whole batch. */
+function outcomeOf(run: () => unknown): Outcome {
+  try {
+    return { ok: true, value: run() };
+  } catch (err) {
+    if (isSqliteBusy(err)) throw err;
+    return { ok: false, error: err };
   }
 }
