@@ -26,7 +26,7 @@ export class EchoProvider implements ModelProvider {
     const lastUser = findLastIndex(messages, (m) => m.role === "user");
     const userText = lastUser >= 0 ? (messages[lastUser].content ?? "") : "";
     const directives = parseToolDirectives(userText);
-    const usage = { promptTokens: countWords(messages.map((m) => m.content ?? "").join(" ")) };
+    const usage = { promptTokens: messages.reduce((sum, m) => sum + countWords(m.content ?? ""), 0) };
 
     const images = lastUser >= 0 ? imageNotes(messages[lastUser]) : [];
     if (directives.calls.length === 0) return this.reply(`Echo: ${[userText, ...images].filter(Boolean).join(" ")}`, request, usage);
@@ -85,8 +85,24 @@ export function wordChunks(text: string): string[] {
   return text.match(/\s*\S+|\s+$/g) ?? (text ? [text] : []);
 }
 
-function countWords(text: string): number {
-  return text.split(/\s+/).filter(Boolean).length;
+/** Runs of non-space, counted in place: the prompt is every message of the transcript, each turn. */
+export function countWords(text: string): number {
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const space = isSpace(text.charCodeAt(i));
+    if (!space && !inWord) words++;
+    inWord = !space;
+  }
+  return words;
+}
+
+/** What the regular expression \s matches. */
+function isSpace(code: number): boolean {
+  return (
+    (code >= 0x09 && code <= 0x0d) || code === 0x20 || code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff
+  );
 }
 
 function findLastIndex(messages: ModelMessage[], predicate: (m: ModelMessage) => boolean): number {

@@ -1,6 +1,6 @@
 // The offline echo model: deterministic replies, word-sized streaming, abort, tool directives.
 import { describe, expect, it } from "vitest";
-import { EchoProvider, wordChunks } from "../../../src/agent/providers/echo.js";
+import { countWords, EchoProvider, wordChunks } from "../../../src/agent/providers/echo.js";
 import { parseToolDirectives } from "../../../src/agent/providers/echo-directive.js";
 import { isAbortError } from "../../../src/agent/providers/errors.js";
 import type { ModelMessage } from "../../../src/agent/types.js";
@@ -167,3 +167,20 @@ describe("parseToolDirectives", () => {
     expect(parseToolDirectives("[[tool:]]").calls).toEqual([]);
   });
 });
+
+describe("countWords", () => {
+  it("counts what splitting on \\s would, every kind of space included", () => {
+    const samples = ["", " ", "one", "  two words  ", "tab\tnew\nline\r\ncr", "nbsp\u00a0ideographic\u3000space\u2028sep", "a\u200bb", "émoji 🙂 ok", "\ufeffbom lead"];
+    for (const text of samples) expect(countWords(text), JSON.stringify(text)).toBe(text.split(/\s+/).filter(Boolean).length);
+  });
+
+  it("gives the prompt's tokens as the sum over its messages", async () => {
+    const messages: ModelMessage[] = [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "three words here" },
+    ];
+    const result = await new EchoProvider().complete({ messages, signal: live() });
+    expect(result.usage?.promptTokens).toBe(5);
+  });
+});
+
