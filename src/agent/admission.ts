@@ -8,6 +8,8 @@ export type Admission =
   /** `read`: the turn's starting state, read in the admission's own transaction (null when the store did not). */
   | { kind: "admitted"; waited: boolean; contended: boolean; read: TurnStartRead | null }
   | { kind: "timeout" }
+  /** `giveUpWhenHeld`: a live holder has the lease. */
+  | { kind: "held" }
   | { kind: "aborted" }
   | { kind: "error"; message: string };
 
@@ -26,6 +28,8 @@ export interface AcquireInput {
   readSessionId?: string;
   /** With readSessionId: also read the conversation's pending inbox head, up to this many rows. */
   pendingInboxLimit?: number;
+  /** Return `held` at once when a live holder has the lease, instead of waiting. */
+  giveUpWhenHeld?: boolean;
 }
 
 /** The conversation id (the lease's key), or the session id itself when that cannot be read. */
@@ -42,6 +46,7 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
   let waited = false;
   let contended = false;
   let abandoned = false;
+  let held = false;
   let read: TurnStartRead | null = null;
   const readSessionId = input.readSessionId;
   const acquiring = (async () =>
@@ -56,6 +61,7 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
         contended = true;
       },
       shouldAbort: () => abandoned || input.shouldAbort(),
+      ...(input.giveUpWhenHeld ? { onHeldGiveUp: () => (held = true) } : {}),
       ...(readSessionId
         ? { readUnderLease: { sessionId: readSessionId, pendingInboxLimit: input.pendingInboxLimit, onRead: (value: TurnStartRead) => (read = value) } }
         : {}),
@@ -75,6 +81,7 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
     return { kind: "aborted" };
   }
   if (raced.value) return { kind: "admitted", waited, contended, read };
+  if (held) return { kind: "held" };
   return input.shouldAbort() ? { kind: "aborted" } : { kind: "timeout" };
 }
 

@@ -18,6 +18,7 @@ import type { ToolRegistry } from "./tools/registry.js";
 import { Turn, type TurnView } from "./turn.js";
 import {
   failedBeforeLoop,
+  heldElsewhereResult,
   leaseErrorResult,
   leaseTimeoutResult,
   loopTurnResult,
@@ -160,6 +161,7 @@ export class Agent {
       shouldAbort: () => turn.interruptRequested,
       // Without a caller history the transcript is reloaded anyway: read it in the admission's transaction.
       ...(historyGiven ? {} : { readSessionId: sessionId, pendingInboxLimit: options.pendingInboxLimit }),
+      giveUpWhenHeld: options.giveUpWhenHeld,
       onWait: (elapsedSeconds) => {
         turn.emit("turn.waiting", { elapsed_seconds: elapsedSeconds });
         if (!announcedWait) {
@@ -168,6 +170,7 @@ export class Agent {
         }
       },
     });
+    if (admission.kind === "held") return heldElsewhereResult(turn, callerHistory);
     if (admission.kind === "timeout") return leaseTimeoutResult(turn, sessionId, callerHistory);
     if (admission.kind === "aborted") return waitAbortedResult(turn, callerHistory);
     if (admission.kind === "error") return leaseErrorResult(turn, admission.message, callerHistory);
@@ -182,6 +185,9 @@ export class Agent {
       },
     });
     refresher.start();
+    let result: TurnResult;
+    /** undefined: not read (not asked for, or the release failed). */
+    let headAfterRelease: InboxRow | null | undefined;
     try {
       let history = callerHistory;
       let holdsStoredTranscript = false;
@@ -193,18 +199,20 @@ export class Agent {
         history = reloaded.history;
         holdsStoredTranscript = reloaded.holdsStoredTranscript;
       }
-      return await this.runTurn(turn, options, history, { holdsStoredTranscript, pendingInbox });
+      result = await this.runTurn(turn, options, history, { holdsStoredTranscript, pendingInbox });
     } finally {
       await refresher.stop();
       await this.beforeRelease?.().catch(() => undefined);
       try {
-        await store.releaseSessionTurnLease(conversationId, holder);
+        if (options.readHeadOnRelease) headAfterRelease = await store.releaseSessionTurnLeaseAndReadHead(conversationId, holder);
+        else await store.releaseSessionTurnLease(conversationId, holder);
       } catch (err) {
         // It expires on its own; the next holder waits at most the TTL.
         turn.emit("status", { level: "warn", text: `lease release failed: ${errorText(err)}` });
       }
       turn.releasedLease();
     }
+    return headAfterRelease === undefined ? result : { ...result, headAfterRelease };
   }
 
   /** Admitted (or running without a lease): gather the input, run the loop, shape the result. */

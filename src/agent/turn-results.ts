@@ -76,6 +76,11 @@ export function skippedResult(turn: Turn, history: ConversationMessage[]): TurnR
   return { ...baseResult(turn, history), completed: true, skipped: true };
 }
 
+/** `giveUpWhenHeld` met a live holder: nothing ran, nothing was held, nothing is said. */
+export function heldElsewhereResult(turn: Turn, history: ConversationMessage[]): TurnResult {
+  return { ...skippedResult(turn, history), heldElsewhere: true };
+}
+
 export function failedBeforeLoop(turn: Turn, history: ConversationMessage[], error: string, reason: string, notice: string): TurnResult {
   turn.emit("turn.failed", { error, failure_reason: reason, final_response: notice });
   return { ...baseResult(turn, history), failed: true, error, failureReason: reason, finalResponse: notice };

@@ -100,6 +100,10 @@ export interface RunConversationOptions {
   admittedInput?: (ctx: AdmittedInputContext) => Promise<AdmittedInput | null>;
   /** Read up to this many pending inbox rows of the conversation with the lease, for `admittedInput`. */
   pendingInboxLimit?: number;
+  /** A live holder has the lease: return at once (`heldElsewhere`, nothing emitted) instead of waiting for it. */
+  giveUpWhenHeld?: boolean;
+  /** Read the conversation's pending inbox head in the lease release's transaction (`headAfterRelease`). */
+  readHeadOnRelease?: boolean;
 }
 
 export interface TurnResult {
@@ -124,6 +128,13 @@ export interface TurnResult {
    * are settled (the caller need not read them back). Unset when the turn had no end records.
    */
   endRecordsStored?: boolean;
+  /** With `giveUpWhenHeld`: a live holder had the lease, so nothing ran and nothing was held. */
+  heldElsewhere?: boolean;
+  /**
+   * With `readHeadOnRelease`: the conversation's pending inbox head as of the release (null: none).
+   * Unset when the lease was not taken or its release failed.
+   */
+  headAfterRelease?: InboxRow | null;
 }
 
 /** What the inner loop returns; unset flags are derived (completed = not failed and not interrupted). */

@@ -12,7 +12,7 @@ import { GroupCommit, type Settled, type Slot } from "./group-commit.js";
 import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus/types.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { WakeUpSink } from "./local-wake-ups.js";
-import { turnJobId, untilReady, withTimeout, type GatewayQueues } from "./queues.js";
+import { turnJobId, untilReady, withTimeout, type GatewayQueues, type TurnJobData } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
 import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
@@ -128,7 +128,7 @@ export class Ingress implements GatewayIngress {
   }
 
   private wakeLocally(rows: readonly InboxRow[]): boolean {
-    return this.wakeUps?.offer(rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id }))) ?? false;
+    return this.wakeUps?.offer(rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id, platform: row.platform }))) ?? false;
   }
 
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */
@@ -137,15 +137,15 @@ export class Ingress implements GatewayIngress {
   }
 
   /** Add the rows' wake-up jobs in one round trip; false (rows stay pending for the reconciler) when Redis is unavailable. */
-  private async enqueueRows(rows: ReadonlyArray<Pick<InboxRow, "id" | "session_id">>): Promise<boolean> {
+  private async enqueueRows(rows: ReadonlyArray<Pick<InboxRow, "id" | "session_id"> & { platform?: string }>): Promise<boolean> {
     try {
       // At start-up the connection may still be connecting: give it a moment. In an outage, fail fast.
       if (!this.redisWasReady) await untilReady(this.deps.queues.connection, ENQUEUE_TIMEOUT_MS);
       const { turns } = this.deps.queues;
       const added: Promise<unknown> =
         rows.length === 1
-          ? turns.add("turn", { conversationId: rows[0].session_id, inboxId: rows[0].id }, { jobId: turnJobId(rows[0].id) })
-          : turns.addBulk(rows.map((row) => ({ name: "turn", data: { conversationId: row.session_id, inboxId: row.id }, opts: { jobId: turnJobId(row.id) } })));
+          ? turns.add("turn", jobDataOf(rows[0]), { jobId: turnJobId(rows[0].id) })
+          : turns.addBulk(rows.map((row) => ({ name: "turn", data: jobDataOf(row), opts: { jobId: turnJobId(row.id) } })));
       await withTimeout(added, ENQUEUE_TIMEOUT_MS, "enqueue");
       // No write to mark them: the hot path keeps to one SQLite write per batch. The reconciler
       // stamps enqueued_at on the rows it had to re-enqueue.
@@ -169,11 +169,16 @@ export class Ingress implements GatewayIngress {
    * every other one, so the waiter reads the row at each release of its conversation: no
    * per-request subscription. A slow poll covers a lost notice (Redis outage).
    */
-  async waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome> {
+  async waitForOutcome(inboxId: number, timeoutMs: number, knownConversationId?: string): Promise<TurnOutcome> {
     const { store } = this.deps;
-    const first = await store.getInboxRow(inboxId);
-    if (!first) throw new Error(`unknown inbox row ${inboxId}`);
-    if (first.status !== "pending") return outcomeOf(first);
+    let conversationId = knownConversationId;
+    if (conversationId === undefined) {
+      const first = await store.getInboxRow(inboxId);
+      if (!first) throw new Error(`unknown inbox row ${inboxId}`);
+      if (first.status !== "pending") return outcomeOf(first);
+      conversationId = first.session_id;
+    }
+    const listenOn = conversationId;
     return new Promise<TurnOutcome>((resolve, reject) => {
       let settled = false;
       const finish = (outcome: TurnOutcome | null, error?: Error): void => {
@@ -186,14 +191,24 @@ export class Ingress implements GatewayIngress {
         else reject(error ?? new Error("no outcome"));
       };
       const check = async (): Promise<void> => {
-        const row = await store.getInboxRow(inboxId).catch(() => null);
-        if (row && row.status !== "pending") finish(outcomeOf(row));
+        let row: InboxRow | null;
+        try {
+          row = await store.getInboxRow(inboxId);
+        } catch {
+          return; // unreadable now: the next release or the poll reads again
+        }
+        if (row === null) {
+          // Only a caller-named conversation skips the first read that would have said so.
+          if (knownConversationId !== undefined) finish(null, new Error(`unknown inbox row ${inboxId}`));
+          return;
+        }
+        if (row.status !== "pending") finish(outcomeOf(row));
       };
       const poll = setInterval(() => void check(), 1000);
       const timer = setTimeout(() => finish(null, new OutcomeTimeoutError(inboxId, timeoutMs)), timeoutMs);
       // The inbox row's session_id is the conversation id: the lease's key.
-      const stopListening = store.onSessionTurnLeaseReleased(first.session_id, () => void check());
-      // A release between the first read and the listener: read once more now that it listens.
+      const stopListening = store.onSessionTurnLeaseReleased(listenOn, () => void check());
+      // A release before the listener (or between the first read and it): read now that it listens.
       void check();
     });
   }
@@ -355,4 +370,9 @@ export class OutcomeTimeoutError extends Error {
 function outcomeOf(row: { id: number; session_id: string; status: string; reply: string | null; received_at: number }): TurnOutcome {
   const status = row.status === "pending" ? "done" : (row.status as TurnOutcome["status"]);
   return { inboxId: row.id, sessionId: row.session_id, status, reply: row.reply, receivedAt: row.received_at };
+}
+
+/** A new row's wake-up job: its platform too, so the turn needs no read before it takes the lease. */
+function jobDataOf(row: Pick<InboxRow, "id" | "session_id"> & { platform?: string }): TurnJobData {
+  return { conversationId: row.session_id, inboxId: row.id, ...(row.platform ? { platform: row.platform } : {}) };
 }

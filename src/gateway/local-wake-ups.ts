@@ -11,6 +11,11 @@ export interface WakeUp {
   /** The conversation id of the inbox row (its session_id): the turn lease's key. */
   conversationId: string;
   inboxId: number;
+  /**
+   * The row's platform, when the sender knew it: the turn then goes straight for the lease, without
+   * reading the row first (turn-worker.ts). Absent on wake-ups that only name the row.
+   */
+  platform?: string;
 }
 
 /** Where ingress offers new rows' wake-ups; false: not taken (the caller enqueues them in BullMQ). */

@@ -13,6 +13,8 @@ export interface TurnJobData {
   /** The conversation id of the inbox row (its session_id): the turn lease's key. */
   conversationId: string;
   inboxId: number;
+  /** The row's platform (see WakeUp.platform); absent on jobs that only name the row. */
+  platform?: string;
 }
 
 /** A job queued before the field had its name carries the conversation id as `sessionId`. */

@@ -113,7 +113,11 @@ export class TurnWorkers {
 
   start(): void {
     const { config, redisOptions } = this.deps;
-    const fromJob = (job: Job<TurnJobData>): WakeUp => ({ conversationId: conversationIdOfJob(job.data), inboxId: job.data.inboxId });
+    const fromJob = (job: Job<TurnJobData>): WakeUp => ({
+      conversationId: conversationIdOfJob(job.data),
+      inboxId: job.data.inboxId,
+      ...(job.data.platform ? { platform: job.data.platform } : {}),
+    });
     const local = this.local;
     // With in-process wake-ups, a BullMQ wake-up takes one of the same slots: one concurrency in all.
     const processor = local ? (job: Job<TurnJobData>) => local.withSlot(() => this.wake(fromJob(job))) : (job: Job<TurnJobData>) => this.wake(fromJob(job));
@@ -172,65 +176,83 @@ export class TurnWorkers {
     }
   }
 
-  /** One wake-up, from BullMQ or in memory: the turns of the conversation's head it may run. */
-  private async wake({ conversationId, inboxId }: WakeUp): Promise<void> {
-    const { store, config } = this.deps;
-    // The row, the conversation's head and its lease holder, in one read.
-    let view = await store.wakeUpView(conversationId, inboxId);
+  /**
+   * One wake-up, from BullMQ or in memory: the turns of the conversation's head it may run. Every
+   * turn goes for the lease without waiting behind a live holder, which reads the head again in
+   * the transaction that releases the lease (and so finds this wake-up's row, recorded before),
+   * while other conversations use the slot meanwhile.
+   */
+  private async wake(wakeUp: WakeUp): Promise<void> {
+    const { conversationId } = wakeUp;
+    // A new row's wake-up names its platform: straight to the lease, whose transaction reads the
+    // head. Others (and busy mode 'interrupt', which acts on the row first) read the row before.
+    const knownPlatform = wakeUp.platform !== undefined && busyModeFor(this.deps.config, wakeUp.platform) !== "interrupt";
+    let next: Pick<InboxRow, "id" | "platform"> | null = knownPlatform ? { id: wakeUp.inboxId, platform: wakeUp.platform! } : await this.headToRun(wakeUp);
+    for (let turns = 0; next; turns++) {
+      // One turn per slot while it can be handed on: the session's next turn queues behind the
+      // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
+      // its messages keep coming (in memory, or as a job). Only when Redis refuses a job does
+      // this wake-up go on itself (up to a cap; then the reconciler enqueues the row once Redis is back).
+      if (turns > 0 && ((await this.handOn(conversationId, next)) || turns >= MAX_TURNS_PER_JOB)) return;
+      const ran = await this.runTurn(conversationId, next.platform);
+      // Another turn has the conversation: it reads the head after its release.
+      if (ran.heldElsewhere) return;
+      next = ran.headAfterRelease !== undefined ? ran.headAfterRelease : await this.headIfFree(conversationId);
+    }
+  }
+
+  /** Before the first turn: the row, the conversation's head and its holder in one read; the head to run, or null. */
+  private async headToRun({ conversationId, inboxId }: WakeUp): Promise<InboxRow | null> {
+    const view = await this.deps.store.wakeUpView(conversationId, inboxId);
     const row = view.row;
-    if (row?.status === "pending" && busyModeFor(config, row.platform) === "interrupt") {
+    if (row?.status === "pending" && busyModeFor(this.deps.config, row.platform) === "interrupt") {
       await this.deps.publishInterrupt({ sessionId: conversationId, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
-    // A live turn on this conversation wakes its next row after it releases the lease (see
-    // below), so this wake-up need not hold a worker slot waiting: other sessions run meanwhile.
-    if (view.liveHolder) return;
+    // A live turn on this conversation reads the head after its release: no need to hold a slot.
+    if (view.liveHolder) return null;
     // A turn consumes the head, which may be another wake-up's row (lost with a dead worker, or
-    // returned as a no-op above). After each turn (its lease released) the inbox is read again,
-    // so a wake-up that saw the lease held cannot strand its row.
-    let next = row?.status === "pending" ? row : view.head;
-    for (let turns = 0; next; turns++) {
-      if (turns > 0) {
-        // Another wake-up took the lease the moment it was released: that turn carries on from here.
-        if (view.liveHolder) return;
-        // One turn per slot while it can be handed on: the session's next turn queues behind the
-        // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
-        // its messages keep coming (in memory, or as a job). Only when Redis refuses a job does
-        // this wake-up go on itself (up to a cap; then the reconciler enqueues the row once Redis is back).
-        if ((await this.handOn(conversationId, next.id)) || turns >= MAX_TURNS_PER_JOB) return;
-      }
-      await this.runTurn(conversationId, next);
-      view = await store.wakeUpView(conversationId, null);
-      next = view.head;
-    }
+    // returned as a no-op above).
+    return row?.status === "pending" ? row : view.head;
+  }
+
+  /** After a turn whose release could not read the head: the head, unless another turn already took the lease. */
+  private async headIfFree(conversationId: string): Promise<InboxRow | null> {
+    const view = await this.deps.store.wakeUpView(conversationId, null);
+    return view.liveHolder ? null : view.head;
   }
 
   /** Hand the conversation's next row on to a later wake-up; false when that could not be arranged. */
-  private handOn(conversationId: string, inboxId: number): Promise<boolean> {
-    if (this.local) return Promise.resolve(this.local.handOn({ conversationId, inboxId }));
-    return this.deps.wakeAgain(conversationId, inboxId);
+  private handOn(conversationId: string, row: Pick<InboxRow, "id" | "platform">): Promise<boolean> {
+    if (this.local) return Promise.resolve(this.local.handOn({ conversationId, inboxId: row.id, platform: row.platform }));
+    return this.deps.wakeAgain(conversationId, row.id);
   }
 
-  /** One turn for the head of the conversation's inbox; false when there was nothing to do. */
-  private async runTurn(conversationId: string, row: InboxRow): Promise<boolean> {
+  /**
+   * One turn for the head of the conversation's inbox, for a wake-up of `platform` (its busy mode
+   * and tools). What it found: nothing to do (skipped), another holder (heldElsewhere), and the
+   * head as its lease's release left it (headAfterRelease).
+   */
+  private async runTurn(conversationId: string, platform: string): Promise<Pick<TurnResult, "heldElsewhere" | "headAfterRelease">> {
     const { config, metrics } = this.deps;
     const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null };
     // The agent starts from the conversation id: under the lease it resolves the tip and reloads
     // the transcript there (no read of the tip before the lease, which could be stale anyway).
-    const turn: RunningTurn = { agent: this.createAgent(conversationId, conversationId, row.platform, state), state, began: performance.now() };
+    const turn: RunningTurn = { agent: this.createAgent(conversationId, conversationId, platform, state), state, began: performance.now() };
     this.track(conversationId, turn);
     metrics.runningTurns.inc();
     const started = Date.now();
     try {
       // No caller history: the agent reloads the transcript under the lease, never a stale read.
-      const mode = busyModeFor(config, row.platform);
+      const mode = busyModeFor(config, platform);
       const result = await turn.agent.runConversation(null, {
-        // The head of the inbox is read in the lease's transaction too.
+        // The head of the inbox is read in the lease's transaction too, and again in its release's.
         pendingInboxLimit: this.headSize(mode),
         admittedInput: (ctx) => this.admitHead(conversationId, mode, ctx, state),
+        giveUpWhenHeld: true,
+        readHeadOnRelease: true,
       });
-      if (result.skipped) return false;
-      await this.afterTurn(conversationId, row.platform, result, state, started);
-      return true;
+      if (!result.skipped) await this.afterTurn(conversationId, platform, result, state, started);
+      return result;
     } finally {
       await state.stream?.close().catch(() => undefined);
       metrics.runningTurns.dec();

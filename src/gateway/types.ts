@@ -100,9 +100,11 @@ export interface GatewayIngress {
   accept(message: InboundMessage): Promise<AcceptResult>;
   /**
    * Wait for the turn that consumes this inbox row (for synchronous replies: API, sync webhooks).
-   * Resolves at once when the row is already complete; rejects on timeout.
+   * Resolves at once when the row is already complete; rejects on timeout. `conversationId`, the
+   * row's session_id as accept() returned it, lets the wait listen at once instead of reading the
+   * row first to learn it.
    */
-  waitForOutcome(inboxId: number, timeoutMs: number): Promise<TurnOutcome>;
+  waitForOutcome(inboxId: number, timeoutMs: number, conversationId?: string): Promise<TurnOutcome>;
   /** Interrupt the session's running turn, wherever it runs (soft keeps what was written). */
   interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void>;
   /**

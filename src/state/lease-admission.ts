@@ -59,6 +59,10 @@ export async function waitForLease(ports: AdmissionPorts, options: LeaseAcquireO
         delayMs = busyBackoffMs(busyStreak++);
       } else {
         busyStreak = 0;
+        if (options.onHeldGiveUp) {
+          options.onHeldGiveUp();
+          return false;
+        }
         if (lastNoticeMs === null || elapsedMs - lastNoticeMs >= WAIT_NOTICE_INTERVAL_MS) {
           options.onWait?.(lastNoticeMs === null ? 0 : elapsedMs / 1000);
           lastNoticeMs = elapsedMs;

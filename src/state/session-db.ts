@@ -397,6 +397,16 @@ export class SessionDB implements SessionStore {
     if (released) this.announceRelease(conversationId);
   }
 
+  async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
+    const { conversationId, released, head } = await this.write(() => {
+      const conversationId = this.sessions.conversationIdOf(sessionId);
+      const released = this.leases.release(conversationId, holder);
+      return { conversationId, released, head: this.inbox.pendingForSession(conversationId, 1)[0] ?? null };
+    });
+    if (released) this.announceRelease(conversationId);
+    return head;
+  }
+
   /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
   private announceRelease(conversationId: string): void {
     wakeLocalWaiters(this.fileKey, conversationId);

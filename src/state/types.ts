@@ -144,6 +144,11 @@ export interface LeaseAcquireOptions {
   /** Checked before each attempt; true -> return false at once. */
   shouldAbort?: () => boolean;
   /**
+   * Set: when a live holder has the lease, call it and give up at once (return false) instead of
+   * waiting. A busy database is still waited out; only a holder is trusted to hand the work on.
+   */
+  onHeldGiveUp?: () => void;
+  /**
    * Read the turn's starting state in the transaction that takes the lease (one step instead of
    * an acquire and then several reads): the tip of `sessionId`'s chain, whether its row exists,
    * and its model-ready transcript (repaired, with row ids). Handed to `onRead` when the lease is
@@ -392,6 +397,12 @@ export interface SessionStore extends InboxStore, DeliveryStore {
   acquireSessionTurnLease(sessionId: string, holder: string, options?: LeaseAcquireOptions): Promise<boolean>;
   refreshSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;
   releaseSessionTurnLease(sessionId: string, holder: string): Promise<void>;
+  /**
+   * releaseSessionTurnLease, and in the same transaction the head of the conversation's pending
+   * inbox (null when none): a message recorded before the release is seen here, and one recorded
+   * after it finds the lease free.
+   */
+  releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null>;
   /**
    * Who runs a turn on this session's conversation right now: the holder of a lease that has not
    * expired and whose process is not provably dead; null when the lease is free or stale.

@@ -66,6 +66,17 @@ describe("a database locked by another writer", () => {
     expect(maxGapMs).toBeLessThan(500); // a blocking wait would stall it for the whole second
   });
 
+  it("onHeldGiveUp gives up on a live holder only: a locked database is still waited out", async () => {
+    const db = store.open();
+    const onHeldGiveUp = vi.fn();
+    const onContended = vi.fn();
+    const unlocked = holdWriteLock(store.path, 600);
+    expect(await db.acquireSessionTurnLease("s", "A", { waitSeconds: 10, onHeldGiveUp, onContended })).toBe(true);
+    expect(performance.now()).toBeGreaterThanOrEqual(await unlocked);
+    expect(onContended).toHaveBeenCalled();
+    expect(onHeldGiveUp).not.toHaveBeenCalled();
+  });
+
   it("appendMessage waits for the lock and then succeeds; reads are not blocked meanwhile (WAL)", async () => {
     const db = store.open();
     await db.createSession("s", { source: "t" });

@@ -150,6 +150,24 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
       expect((await db.wakeUpView("s", 999_999)).row).toBeNull();
     });
 
+    it("releaseSessionTurnLeaseAndReadHead: frees the lease and reads the pending head in the same step", async () => {
+      const db = await store.open();
+      await db.createSession("s", { source: "slack" });
+      const m1 = (await db.recordInbound(inbound("m1"))).row;
+      const m2 = (await db.recordInbound(inbound("m2"))).row;
+      expect(await db.tryAcquireSessionTurnLease("s", "holder-A", { ttlSeconds: 60 })).toBe(true);
+      await db.completeInbox([m1.id], "done", "ok");
+      // Another holder's release frees nothing, and still reads the head.
+      expect(await db.releaseSessionTurnLeaseAndReadHead("s", "holder-B")).toEqual(m2);
+      expect((await db.wakeUpView("s", null)).liveHolder).toBe("holder-A");
+      const released = new Promise<void>((resolve) => db.onSessionTurnLeaseReleased("s", resolve));
+      expect(await db.releaseSessionTurnLeaseAndReadHead("s", "holder-A")).toEqual(m2);
+      await released; // announced like any release
+      expect(await db.getSessionTurnLease("s")).toBeNull();
+      await db.completeInbox([m2.id], "done", "ok");
+      expect(await db.releaseSessionTurnLeaseAndReadHead("s", "holder-A")).toBeNull();
+    });
+
     it("finds the head of each conversation no lease covers once it is old enough", async () => {
       const clock = manualClock(100);
       const db = await store.open({ now: clock.now });

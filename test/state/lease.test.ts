@@ -317,6 +317,23 @@ describe.each(storeBackends)("lease on $name", (backend) => {
       expect((await db.getSessionTurnLease("s"))?.holder).toBe("A");
     });
 
+    it("onHeldGiveUp: a live holder ends the attempt at once, without onWait; a free or stale lease is taken", async () => {
+      const clock = manualClock(1000);
+      const db = await store.open({ now: clock.now });
+      await db.tryAcquireSessionTurnLease("s", "A", { ttlSeconds: 60 });
+      const onWait = vi.fn();
+      const onHeldGiveUp = vi.fn();
+      const started = performance.now();
+      expect(await db.acquireSessionTurnLease("s", "B", { waitSeconds: 10, onWait, onHeldGiveUp })).toBe(false);
+      expect(performance.now() - started).toBeLessThan(500);
+      expect(onHeldGiveUp).toHaveBeenCalledTimes(1);
+      expect(onWait).not.toHaveBeenCalled();
+      expect((await db.getSessionTurnLease("s"))?.holder).toBe("A");
+      clock.advance(61); // A's lease ran out: not a live holder any more
+      expect(await db.acquireSessionTurnLease("s", "B", { waitSeconds: 10, onWait, onHeldGiveUp })).toBe(true);
+      expect(onHeldGiveUp).toHaveBeenCalledTimes(1);
+    });
+
     it("gives up after waitSeconds with false, having announced the live holder once at elapsed 0", async () => {
       const db = await store.open({ pollIntervalMs: 50 });
       await db.tryAcquireSessionTurnLease("s", "A", { ttlSeconds: 60 });

@@ -55,7 +55,7 @@ export async function handleChatCompletion(deps: ApiServerDeps, req: Request, re
   }
   const accepted = await accept(deps, prepared.inbound);
   res.setHeader("X-Session-Id", prepared.addressed ?? accepted.sessionId);
-  const outcome = await waitForOutcome(deps, accepted.inboxId);
+  const outcome = await waitForOutcome(deps, accepted.inboxId, accepted.sessionId);
   const failure = failureOf(outcome);
   if (failure) throw failure;
   if (outcome.status === "interrupted") res.setHeader("X-Turn-Status", "interrupted");
@@ -116,9 +116,9 @@ async function accept(deps: ApiServerDeps, inbound: InboundMessage): Promise<Exc
   return result;
 }
 
-async function waitForOutcome(deps: ApiServerDeps, inboxId: number): Promise<TurnOutcome> {
+async function waitForOutcome(deps: ApiServerDeps, inboxId: number, conversationId?: string): Promise<TurnOutcome> {
   try {
-    return await deps.ingress.waitForOutcome(inboxId, deps.config.turnReplyTimeoutMs);
+    return await deps.ingress.waitForOutcome(inboxId, deps.config.turnReplyTimeoutMs, conversationId);
   } catch (err) {
     throw timeoutError(err) ?? err;
   }

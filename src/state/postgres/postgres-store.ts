@@ -350,6 +350,16 @@ export class PostgresStore implements SessionStore {
     if (released) this.announceRelease(conversationId);
   }
 
+  async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
+    const conversationId = await this.conversationIdOf(sessionId);
+    const { released, head } = await this.leaseTransaction(async (client) => ({
+      released: await this.leases.release(client, conversationId, holder),
+      head: (await this.inbox.pendingForSession(client, conversationId, 1))[0] ?? null,
+    }));
+    if (released) this.announceRelease(conversationId);
+    return head;
+  }
+
   async staleSessionTurnLeases(): Promise<StaleLease[]> {
     return this.run((db) => this.leases.listStale(db, this.now()));
   }

@@ -131,6 +131,7 @@ export class StubStore implements SessionStore {
   markInboxEnqueued(): Promise<void> { return notUsed("markInboxEnqueued"); }
   pendingInbox(): Promise<InboxRow[]> { return notUsed("pendingInbox"); }
   wakeUpView(): Promise<WakeUpView> { return notUsed("wakeUpView"); }
+  releaseSessionTurnLeaseAndReadHead(): Promise<InboxRow | null> { return notUsed("releaseSessionTurnLeaseAndReadHead"); }
   listPendingInbox(): Promise<InboxRow[]> { return notUsed("listPendingInbox"); }
   unclaimedPendingHeads(): Promise<Array<{ conversationId: string; inboxId: number }>> { return notUsed("unclaimedPendingHeads"); }
   sessionTurnLeasesOfThisProcess(): Promise<Array<{ conversationId: string; holder: string }>> { return notUsed("sessionTurnLeasesOfThisProcess"); }
