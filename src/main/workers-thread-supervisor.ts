@@ -24,7 +24,7 @@ const ENQUEUE_TIMEOUT_MS = 2_000;
  * The thread's young generation. Left alone its new space grows to 32 MB under load, as the main
  * thread's does; at 16 MB the process's peak RSS under the Slack benchmark fell by about 19 MB
  * (bench/README.md, "Memory under the Slack load"). Under `npm start` the node flag
- * --max-semi-space-size=4 caps it lower, at 8 MB: V8's flag outranks resourceLimits.
+ * --max-semi-space-size=8 sets it, at 16 MB: V8's flag outranks resourceLimits.
  */
 const THREAD_YOUNG_GENERATION_MB = 16;
 
