@@ -1,8 +1,10 @@
-// A connection's memory of the transcript rows it has read. Messages are append-only (never
-// updated or deleted) and SQLite hands out row ids in commit order, so a session's rows up to the
-// last one read never change: a later read asks the database only for the rows after it. A turn
-// reloads its whole transcript under the lease; without this, that read grows with every message
-// of the conversation. Bounded by rows held in all; the least recently read sessions go first.
+// A store's memory of the transcript rows it has read. Messages are append-only (never updated
+// or deleted), so a later read asks the database only for the rows after the last one held. On
+// SQLite row ids follow commit order, so the rows up to that one never change. On PostgreSQL an
+// id is drawn at insert and a lower one may commit later, so there the read also counts the rows
+// up to the last one held and reads everything again when they are not the ones held (readChecked).
+// A turn reloads its whole transcript under the lease; without this, that read grows with every
+// message of the conversation. Bounded by rows held in all; the least recently read sessions go first.
 import type { StoredMessageTuple } from "./conversation.js";
 
 /** Rows held across all sessions; a transcript longer than this alone is not kept. */
@@ -18,11 +20,35 @@ export class TranscriptRows {
   /** The session's rows in id order: those held, then `readAfter(lastId)` (0 when none are held). */
   read(sessionId: string, readAfter: (afterId: number) => StoredMessageTuple[]): StoredMessageTuple[] {
     const known = this.sessions.get(sessionId) ?? [];
-    const lastId = known.length > 0 ? known[known.length - 1][0] : 0;
-    const added = readAfter(lastId);
-    const rows = added.length > 0 ? known.concat(added) : known;
-    this.sessions.delete(sessionId);
-    this.held -= known.length;
+    const added = readAfter(lastIdOf(known));
+    return this.remember(sessionId, added.length > 0 ? known.concat(added) : known);
+  }
+
+  /**
+   * read() for ids that need not follow commit order: `readAfter(afterId, heldCount)` returns the
+   * rows after `afterId`, or null when the rows up to it are not `heldCount` many any more (one
+   * committed late); then `readAll` reads the session's rows afresh.
+   */
+  async readChecked(
+    sessionId: string,
+    readAfter: (afterId: number, heldCount: number) => Promise<StoredMessageTuple[] | null>,
+    readAll: () => Promise<StoredMessageTuple[]>,
+  ): Promise<StoredMessageTuple[]> {
+    const known = this.sessions.get(sessionId);
+    if (!known) return this.remember(sessionId, await readAll());
+    const added = await readAfter(lastIdOf(known), known.length);
+    if (added === null) return this.remember(sessionId, await readAll());
+    return this.remember(sessionId, added.length > 0 ? known.concat(added) : known);
+  }
+
+  /** Hold `rows` as the session's (most recently read), within the bound; a copy for the caller. */
+  private remember(sessionId: string, rows: StoredMessageTuple[]): StoredMessageTuple[] {
+    // Another read of the session may have finished meanwhile: what it held goes, these stand.
+    const current = this.sessions.get(sessionId);
+    if (current) {
+      this.sessions.delete(sessionId);
+      this.held -= current.length;
+    }
     if (rows.length > 0 && rows.length <= this.maxRows) {
       this.sessions.set(sessionId, rows);
       this.held += rows.length;
@@ -49,4 +75,8 @@ export class TranscriptRows {
       this.held -= rows.length;
     }
   }
+}
+
+function lastIdOf(rows: readonly StoredMessageTuple[]): number {
+  return rows.length > 0 ? Number(rows[rows.length - 1][0]) : 0;
 }

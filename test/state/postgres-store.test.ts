@@ -250,3 +250,29 @@ describe("commit durability per pool", () => {
     }
   });
 });
+
+describe("transcript reads on PostgreSQL", () => {
+  it("see a message whose lower id committed after a higher one was read (the remembered rows are checked)", async () => {
+    const schema = freshSchema("late-commit");
+    const store = await open(schema);
+    await store.createSession("s", { source: "test" });
+    await store.appendMessage("s", { role: "user", content: "first" });
+    // A transaction draws an id and has not committed yet; a later insert draws the next and commits.
+    const late = new pg.Client({ connectionString: testDatabaseUrl() });
+    await late.connect();
+    try {
+      await late.query("BEGIN");
+      await late.query(`INSERT INTO "${schema}".messages (session_id, role, content, timestamp) VALUES ('s', 'assistant', 'late', 1)`);
+      await store.appendMessage("s", { role: "user", content: "after" });
+      const contents = async (): Promise<Array<string | null | undefined>> => (await store.getMessagesAsConversation("s")).map((m) => m.content);
+      expect(await contents()).toEqual(["first", "after"]);
+      await late.query("COMMIT");
+      expect(await contents()).toEqual(["first", "late", "after"]);
+      await store.appendMessage("s", { role: "user", content: "last" });
+      expect(await contents()).toEqual(["first", "late", "after", "last"]);
+    } finally {
+      await late.end();
+    }
+  });
+});
+

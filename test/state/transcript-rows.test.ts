@@ -27,6 +27,30 @@ describe("TranscriptRows", () => {
     expect(asked).toEqual([0, 2, 5]);
   });
 
+  it("readChecked: reads everything first, then the rows after the last one held with the count held, and everything again when the count is off", async () => {
+    const cache = new TranscriptRows(100);
+    const stored = [row(1), row(3)];
+    const calls: string[] = [];
+    const readAfter = async (afterId: number, heldCount: number) => {
+      calls.push(`after ${afterId} held ${heldCount}`);
+      // What the database sees: the rows up to afterId must be the heldCount the cache holds.
+      if (stored.filter((r) => Number(r[0]) <= afterId).length !== heldCount) return null;
+      return stored.filter((r) => Number(r[0]) > afterId);
+    };
+    const readAll = async () => {
+      calls.push("all");
+      return stored.slice();
+    };
+    expect((await cache.readChecked("s", readAfter, readAll)).map((r) => r[0])).toEqual([1, 3]);
+    stored.push(row(4));
+    expect((await cache.readChecked("s", readAfter, readAll)).map((r) => r[0])).toEqual([1, 3, 4]);
+    // Row 2 commits late, below the last id held: the count up to 4 is 4, not the 3 held.
+    stored.splice(1, 0, row(2));
+    expect((await cache.readChecked("s", readAfter, readAll)).map((r) => r[0])).toEqual([1, 2, 3, 4]);
+    expect((await cache.readChecked("s", readAfter, readAll)).map((r) => r[0])).toEqual([1, 2, 3, 4]);
+    expect(calls).toEqual(["all", "after 3 held 2", "after 4 held 3", "all", "after 4 held 4"]);
+  });
+
   it("keeps at most its bound of rows, dropping the least recently read sessions first", () => {
     const cache = new TranscriptRows(4);
     const rows = (n: number) => () => Array.from({ length: n }, (_, i) => row(i + 1));

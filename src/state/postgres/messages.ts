@@ -19,6 +19,16 @@ const INSERT_ALL = `
 
 const SELECT_BY_SESSION = `SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1 ORDER BY id`;
 
+/**
+ * The rows after $2 with, on every row, how many rows up to $2 there are: one statement, so one
+ * snapshot. No rows after $2 still gives one row (the count, the rest null).
+ */
+const SELECT_AFTER_WITH_COUNT = `
+  SELECT known.n, ${MESSAGE_TUPLE_COLUMNS.split(",").map((column) => `m.${column.trim()}`).join(", ")}
+    FROM (SELECT count(*)::int AS n FROM messages WHERE session_id = $1 AND id <= $2) AS known
+    LEFT JOIN LATERAL (SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1 AND id > $2) AS m ON true
+   ORDER BY m.id`;
+
 const SELECT_PLATFORM_ID = "SELECT 1 FROM messages WHERE platform_message_id = $1 AND session_id = $2 LIMIT 1";
 
 /** Column arrays in INSERT_ALL's order, one entry per message. */
@@ -51,6 +61,13 @@ export class PgMessageSql {
   async rows(db: Queryable, sessionId: string): Promise<StoredMessageTuple[]> {
     const result = await db.query<StoredMessageTuple>({ text: SELECT_BY_SESSION, values: [sessionId], rowMode: "array" });
     return result.rows;
+  }
+
+  /** The rows after `afterId`, or null when the rows up to it are no longer `heldCount` many. */
+  async rowsAfterIfUnchanged(db: Queryable, sessionId: string, afterId: number, heldCount: number): Promise<StoredMessageTuple[] | null> {
+    const result = await db.query<[number, ...StoredMessageTuple]>({ text: SELECT_AFTER_WITH_COUNT, values: [sessionId, afterId], rowMode: "array" });
+    if (result.rows.length === 0 || result.rows[0][0] !== heldCount) return null;
+    return result.rows.filter((row) => row[1] !== null).map((row) => row.slice(1) as StoredMessageTuple);
   }
 
   async hasPlatformMessageId(db: Queryable, sessionId: string, platformMessageId: string): Promise<boolean> {

@@ -38,6 +38,7 @@ import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransa
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
 import { PgLeaseSql } from "./lease.js";
+import { TranscriptRows } from "../transcript-rows.js";
 import { PgMessageSql } from "./messages.js";
 import { migrateSchema } from "./migrations.js";
 import { PgSessionSql } from "./sessions.js";
@@ -67,6 +68,8 @@ export class PostgresStore implements SessionStore {
   readonly storeKey: string;
   private readonly sessions: PgSessionSql;
   private readonly messages = new PgMessageSql();
+  /** Transcript rows read before (see transcript-rows.ts): a reload reads the rows added since, checked. */
+  private readonly transcripts = new TranscriptRows();
   private readonly leases: PgLeaseSql;
   private readonly inbox = new PgInboxSql();
   private readonly deliveries = new PgDeliverySql();
@@ -277,7 +280,11 @@ export class PostgresStore implements SessionStore {
 
   private async conversationOf(db: Queryable, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
     const includeRowIds = options.includeRowIds === true;
-    const rows = await this.messages.rows(db, sessionId);
+    const rows = await this.transcripts.readChecked(
+      sessionId,
+      (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(db, sessionId, afterId, heldCount),
+      () => this.messages.rows(db, sessionId),
+    );
     const attachments = await this.attachments.bySessionMessage(db, sessionId, true);
     const transcript = rows.map((row) => {
       const message = toConversationMessage(row, includeRowIds);
