@@ -236,20 +236,16 @@ describe("POST /webhooks/<route>: the fast path answers as the express route", (
 
 describe("POST /webhooks/<route> on a gateway with a key: no Host rule, as in express", () => {
   it("answers any host name", async () => {
-    const express = await serve({ fast: false, apiKey: API_KEY });
-    const fast = await serve({ fast: true, apiKey: API_KEY });
+    const sides = await servePair(serve, API_KEY);
     try {
       const body = message("hi", "gh-9");
-      const req = { method: "POST", path: "/webhooks/ci", headers: { ...github(body), host: "bot.example.com" }, body };
-      const viaExpress = await rawRequest(express.url, req);
-      const viaFast = await rawRequest(fast.url, req);
+      const [viaExpress, viaFast] = await sendToBoth(sides, "/webhooks/ci", { headers: { ...github(body), host: "bot.example.com" }, body });
       expect(viaExpress.status).toBe(202);
       expect(answerOf(viaFast)).toEqual(answerOf(viaExpress));
-      expect(fast.ingress.accepted).toHaveLength(1);
-      expect(fast.expressHits).toBe(0);
+      expect(sides.fast.ingress.accepted).toHaveLength(1);
+      expect(sides.fast.expressHits).toBe(0);
     } finally {
-      await express.close();
-      await fast.close();
+      await closePair(sides);
     }
   });
 });

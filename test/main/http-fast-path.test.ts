@@ -196,19 +196,15 @@ describe("POST /slack/events: the fast path answers as the express route", () =>
 
 describe("POST /slack/events on a gateway with a key: no Host rule, as in express", () => {
   it("answers any host name", async () => {
-    const express = await serve({ fast: false, apiKey: API_KEY });
-    const fast = await serve({ fast: true, apiKey: API_KEY });
+    const sides = await servePair(serve, API_KEY);
     try {
-      const req = { method: "POST", path: "/slack/events", headers: { ...signed(mention), host: "bot.example.com" }, body: mention };
-      const viaExpress = await rawRequest(express.url, req);
-      const viaFast = await rawRequest(fast.url, req);
+      const [viaExpress, viaFast] = await sendToBoth(sides, "/slack/events", { headers: { ...signed(mention), host: "bot.example.com" }, body: mention });
       expect(viaExpress.status).toBe(200);
       expect(answerOf(viaFast)).toEqual(answerOf(viaExpress));
-      expect(fast.ingress.accepted).toHaveLength(1);
-      expect(fast.expressHits).toBe(0);
+      expect(sides.fast.ingress.accepted).toHaveLength(1);
+      expect(sides.fast.expressHits).toBe(0);
     } finally {
-      await express.close();
-      await fast.close();
+      await closePair(sides);
     }
   });
 });
