@@ -183,11 +183,11 @@ export class TurnWorkers {
    * while other conversations use the slot meanwhile.
    */
   private async wake(wakeUp: WakeUp): Promise<void> {
-    const { conversationId } = wakeUp;
+    const { conversationId, platform } = wakeUp;
     // A new row's wake-up names its platform: straight to the lease, whose transaction reads the
     // head. Others (and busy mode 'interrupt', which acts on the row first) read the row before.
-    const knownPlatform = wakeUp.platform !== undefined && busyModeFor(this.deps.config, wakeUp.platform) !== "interrupt";
-    let next: Pick<InboxRow, "id" | "platform"> | null = knownPlatform ? { id: wakeUp.inboxId, platform: wakeUp.platform! } : await this.headToRun(wakeUp);
+    const straight = platform !== undefined && busyModeFor(this.deps.config, platform) !== "interrupt";
+    let next: Pick<InboxRow, "id" | "platform"> | null = straight ? { id: wakeUp.inboxId, platform } : await this.headToRun(wakeUp);
     for (let turns = 0; next; turns++) {
       // One turn per slot while it can be handed on: the session's next turn queues behind the
       // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
