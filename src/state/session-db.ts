@@ -390,18 +390,19 @@ export class SessionDB implements SessionStore {
   }
 
   async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
-    const { conversationId, released } = await this.write(() => {
-      const conversationId = this.sessions.conversationIdOf(sessionId);
-      return { conversationId, released: this.leases.release(conversationId, holder) };
-    });
-    if (released) this.announceRelease(conversationId);
+    await this.release(sessionId, holder, false);
   }
 
   async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
+    return this.release(sessionId, holder, true);
+  }
+
+  /** The release (announced when it freed the lease) and, when asked, the pending head in its transaction. */
+  private async release(sessionId: string, holder: string, readHead: boolean): Promise<InboxRow | null> {
     const { conversationId, released, head } = await this.write(() => {
       const conversationId = this.sessions.conversationIdOf(sessionId);
       const released = this.leases.release(conversationId, holder);
-      return { conversationId, released, head: this.inbox.pendingForSession(conversationId, 1)[0] ?? null };
+      return { conversationId, released, head: readHead ? (this.inbox.pendingForSession(conversationId, 1)[0] ?? null) : null };
     });
     if (released) this.announceRelease(conversationId);
     return head;

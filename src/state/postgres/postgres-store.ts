@@ -359,6 +359,7 @@ export class PostgresStore implements SessionStore {
 
   async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
     const conversationId = await this.conversationIdOf(sessionId);
+    // One transaction: a concurrent acquire's upsert waits on this DELETE until it commits.
     const { released, head } = await this.leaseTransaction(async (client) => ({
       released: await this.leases.release(client, conversationId, holder),
       head: (await this.inbox.pendingForSession(client, conversationId, 1))[0] ?? null,
