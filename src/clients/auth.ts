@@ -8,7 +8,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Request, RequestHandler } from "express";
-import { sendError } from "../gateway/http-errors.js";
+import { sendError, type ErrorAnswer } from "../gateway/http-errors.js";
 import { KeyAttempts } from "./key-attempts.js";
 
 export const TOKEN_COOKIE = "switchboard_token";
@@ -87,23 +87,34 @@ export interface ApiKeyGuardOptions {
   acceptsQueryToken?: (req: Request) => boolean;
 }
 
+/** What a request whose key the check refused is answered (Express and the HTTP fast path); null when it may pass. */
+export function keyRefusal(decision: KeyDecision): ErrorAnswer | null {
+  if (decision.ok) return null;
+  if (decision.reason === "rate_limited") {
+    return {
+      status: 429,
+      code: "too_many_failed_keys",
+      message: `too many wrong API keys from this address; retry in ${decision.retryAfterSeconds} s`,
+      headers: { "Retry-After": String(decision.retryAfterSeconds) },
+    };
+  }
+  const missing = decision.reason === "missing";
+  return {
+    status: 401,
+    code: missing ? "missing_api_key" : "invalid_api_key",
+    message: missing ? "missing API key: send Authorization: Bearer <key>" : "invalid API key",
+    headers: { "WWW-Authenticate": 'Bearer realm="switchboard"' },
+  };
+}
+
 export function requireApiKey(keys: ApiKeyCheck, options: ApiKeyGuardOptions): RequestHandler {
   return (req, res, next) => {
     const token = requestToken(req, { query: options.acceptsQueryToken?.(req) ?? false });
-    const decision = keys.check(token, options.clientAddress(req));
-    if (decision.ok) {
+    const refusal = keyRefusal(keys.check(token, options.clientAddress(req)));
+    if (refusal === null) {
       next();
       return;
     }
-    if (decision.reason === "rate_limited") {
-      sendError(res, 429, "too_many_failed_keys", `too many wrong API keys from this address; retry in ${decision.retryAfterSeconds} s`, {
-        headers: { "Retry-After": String(decision.retryAfterSeconds) },
-      });
-      return;
-    }
-    const missing = decision.reason === "missing";
-    sendError(res, 401, missing ? "missing_api_key" : "invalid_api_key", missing ? "missing API key: send Authorization: Bearer <key>" : "invalid API key", {
-      headers: { "WWW-Authenticate": 'Bearer realm="switchboard"' },
-    });
+    sendError(res, refusal.status, refusal.code, refusal.message, { headers: refusal.headers });
   };
 }

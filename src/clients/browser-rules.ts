@@ -84,10 +84,17 @@ export function hostGuard(rules: BrowserRules): RequestHandler {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/** What a state-changing request from a foreign page is answered (Express and the HTTP fast path). */
+export const ORIGIN_NOT_ALLOWED = {
+  status: 403,
+  code: "origin_not_allowed",
+  message: "requests from this origin are not allowed; see ALLOWED_ORIGINS",
+} as const;
+
 /** State-changing requests from a foreign page are refused (403), whatever credentials they carry. */
 export function originGuard(rules: BrowserRules): RequestHandler {
   return (req, res, next) => {
     if (SAFE_METHODS.has(req.method) || originAllowed(req, rules)) return next();
-    sendError(res, 403, "origin_not_allowed", "requests from this origin are not allowed; see ALLOWED_ORIGINS");
+    sendError(res, ORIGIN_NOT_ALLOWED.status, ORIGIN_NOT_ALLOWED.code, ORIGIN_NOT_ALLOWED.message);
   };
 }

@@ -1,8 +1,9 @@
 // JSON errors with stable codes: {"error":{"message","type","code"}}.
+import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, Response } from "express";
 import type { Logger } from "pino";
 
-export class HttpError extends Error {
+export class HttpError extends Error implements ErrorAnswer {
   constructor(
     readonly status: number,
     readonly code: string,
@@ -37,6 +38,29 @@ export function errorBody(status: number, code: string, message: string): { erro
   return { error: { message, type: typeForStatus(status), code } };
 }
 
+/** An error answer decided before a route runs (the browser rules, the API key, the body limit). */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A JSON answer on a bare node:http response, as express's `res.json` writes it (its charset and
+ * length; no ETag, which a POST's answer never needs). Headers set earlier with setHeader stay.
+ */
+export function writeJson(res: ServerResponse, status: number, json: unknown, headers: Readonly<Record<string, string>> = {}): void {
+  const body = JSON.stringify(json);
+  res.writeHead(status, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** An error answer on a bare node:http response, in the project's JSON error shape. */
+export function writeError(res: ServerResponse, error: ErrorAnswer): void {
+  writeJson(res, error.status, errorBody(error.status, error.code, error.message), error.headers);
+}
+
 /** Answer with the project's JSON error shape; the `type` follows from the status. */
 export function sendError(res: Response, status: number, code: string, message: string, extras: ErrorExtras = {}): void {
   for (const [k, v] of Object.entries(extras.headers ?? {})) res.setHeader(k, v);
@@ -45,6 +69,9 @@ export function sendError(res: Response, status: number, code: string, message: 
 
 /** A body over the configured limit: the body parser's error, and the HTTP fast path's. */
 export const BODY_TOO_LARGE = { status: 413, code: "body_too_large", message: "request body is larger than the configured limit" } as const;
+
+/** A JSON body that does not parse: the body parser's error, and the HTTP fast path's. */
+export const MALFORMED_JSON = { status: 400, code: "malformed_json", message: "request body is not valid JSON" } as const;
 
 interface BodyParserError {
   type?: string;
@@ -74,7 +101,7 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     if (parserError?.type === "entity.parse.failed") {
-      sendError(res, 400, "malformed_json", "request body is not valid JSON");
+      sendError(res, MALFORMED_JSON.status, MALFORMED_JSON.code, MALFORMED_JSON.message);
       return;
     }
     const status = parserError?.status ?? parserError?.statusCode;

@@ -1,7 +1,8 @@
 // The small interface between platform adapters and the gateway.
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Router } from "express";
 import type { DeliveryReceipt } from "../state/types.js";
+import type { ErrorAnswer } from "./http-errors.js";
 
 export { DELIVERY_RECEIPT_STATUSES, type DeliveryReceipt, type DeliveryReceiptStatus } from "../state/types.js";
 
@@ -187,6 +188,23 @@ export interface PlainPostRoute {
   path: string;
   bodyLimitBytes: number;
   answer(headers: IncomingHttpHeaders, body: Buffer): Promise<PlainAnswer>;
+}
+
+/**
+ * A POST route the HTTP server answers before Express from the request itself, writing its own
+ * answer (JSON, or a stream): the API's chat completions. It takes only the requests it knows
+ * Express would parse the same way; its Express route answers through the same handler.
+ */
+export interface DirectPostRoute {
+  /** The exact path (a query string is ignored). */
+  path: string;
+  bodyLimitBytes: number;
+  /** Whether this route takes the request, from its headers alone; if not, Express answers it. */
+  takes(req: IncomingMessage): boolean;
+  /** Why the request is refused before its body is read (the route's access rules), or null. */
+  refusal(req: IncomingMessage): ErrorAnswer | null;
+  /** Answer from the whole body; an error that escapes is the server's 500. */
+  answer(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void>;
 }
 
 /** One platform. Adding a platform means adding one folder with one of these. */

@@ -1,16 +1,20 @@
-// The HTTP server's first stop. The few POST routes an adapter answers as a plain function of the
-// headers and the raw body (PlainPostRoute: Slack's events, each signed webhook route) are answered here, without express's
-// router, body parser and stream plumbing on the hot path; every other request goes to the
-// express app untouched. The answers are the express route's: the no-key Host rule first, the
-// same body limit (413 once the body is read off, as the body parser does), the same JSON errors.
+// The HTTP server's first stop. The few POST routes on the hot path are answered here, without
+// express's router, body parser and stream plumbing; every other request goes to the express app
+// untouched. Two kinds: an adapter's PlainPostRoute, a plain function of the headers and the raw
+// body (Slack's events, each signed webhook route), and a DirectPostRoute that writes its own
+// answer (the API's chat completions, behind its Origin and key rules). The answers are the
+// express route's: the no-key Host rule first, the route's access rules, the same body limit
+// (413 once the body is read off, as the body parser does), the same JSON errors.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { HOST_NOT_ALLOWED } from "../clients/browser-rules.js";
-import { BODY_TOO_LARGE, errorBody } from "../gateway/http-errors.js";
-import type { PlainAnswer, PlainPostRoute } from "../gateway/types.js";
+import { BODY_TOO_LARGE, errorBody, writeError, writeJson } from "../gateway/http-errors.js";
+import type { DirectPostRoute, PlainAnswer, PlainPostRoute } from "../gateway/types.js";
 
 export interface FastPathOptions {
   routes: readonly PlainPostRoute[];
+  /** Routes that write their own answers; each takes only the requests it says it takes. */
+  directRoutes?: readonly DirectPostRoute[];
   /** A no-key gateway's Host rule (browser-rules' hostAllowed), which express applies first; unset with a key. */
   hostAllowed?: (req: IncomingMessage) => boolean;
   /** Where an unexpected error of a route is reported. */
@@ -22,31 +26,42 @@ export interface FastPathOptions {
 export function withFastPath(options: FastPathOptions): RequestListener {
   const { fallback, hostAllowed, logger } = options;
   const routes = new Map(options.routes.map((route) => [route.path, route]));
-  if (routes.size === 0) return fallback;
+  const directRoutes = new Map((options.directRoutes ?? []).map((route) => [route.path, route]));
+  if (routes.size === 0 && directRoutes.size === 0) return fallback;
+  const unexpected = (err: unknown, req: IncomingMessage, res: ServerResponse, path: string): void => {
+    logger.error({ err, path, method: req.method }, "unhandled request error");
+    if (res.headersSent) res.end();
+    else writeAnswer(res, { status: 500, json: errorBody(500, "internal_error", "internal server error") });
+  };
+  const answerPlain = (route: PlainPostRoute, req: IncomingMessage, res: ServerResponse): void => {
+    readBody(req, route.bodyLimitBytes, (body) => {
+      if (body === null) return writeError(res, BODY_TOO_LARGE);
+      route.answer(req.headers, body).then(
+        (answer) => writeAnswer(res, answer),
+        (err: unknown) => unexpected(err, req, res, route.path),
+      );
+    });
+  };
+  const answerDirect = (route: DirectPostRoute, req: IncomingMessage, res: ServerResponse): void => {
+    const refusal = route.refusal(req);
+    if (refusal !== null) return writeError(res, refusal);
+    readBody(req, route.bodyLimitBytes, (body) => {
+      if (body === null) return writeError(res, BODY_TOO_LARGE);
+      route.answer(req, body, res).catch((err: unknown) => unexpected(err, req, res, route.path));
+    });
+  };
   return (req, res) => {
-    const route = req.method === "POST" ? routes.get(pathOf(req.url ?? "")) : undefined;
+    const path = req.method === "POST" ? pathOf(req.url ?? "") : "";
+    const plain = routes.get(path);
+    const direct = directRoutes.get(path);
     // A compressed body goes to the body parser, which inflates it before the signature check.
-    if (route === undefined || compressed(req)) {
+    if (compressed(req) || (plain === undefined && (direct === undefined || !direct.takes(req)))) {
       fallback(req, res);
       return;
     }
-    if (hostAllowed && !hostAllowed(req)) {
-      writeAnswer(res, error(HOST_NOT_ALLOWED));
-      return;
-    }
-    readBody(req, route.bodyLimitBytes, (body) => {
-      if (body === null) {
-        writeAnswer(res, error(BODY_TOO_LARGE));
-        return;
-      }
-      route.answer(req.headers, body).then(
-        (answer) => writeAnswer(res, answer),
-        (err: unknown) => {
-          logger.error({ err, path: route.path, method: req.method }, "unhandled request error");
-          writeAnswer(res, { status: 500, json: errorBody(500, "internal_error", "internal server error") });
-        },
-      );
-    });
+    if (hostAllowed && !hostAllowed(req)) return writeError(res, HOST_NOT_ALLOWED);
+    if (plain !== undefined) answerPlain(plain, req, res);
+    else if (direct !== undefined) answerDirect(direct, req, res);
   };
 }
 
@@ -60,8 +75,6 @@ function compressed(req: IncomingMessage): boolean {
   const encoding = req.headers["content-encoding"];
   return encoding !== undefined && encoding.toLowerCase() !== "identity";
 }
-
-const error = (e: { status: number; code: string; message: string }): PlainAnswer => ({ status: e.status, json: errorBody(e.status, e.code, e.message) });
 
 /**
  * The whole body, or null when it is over `limit` bytes (declared or received). Like the body
@@ -93,7 +106,5 @@ function writeAnswer(res: ServerResponse, answer: PlainAnswer): void {
     res.end();
     return;
   }
-  const body = JSON.stringify(answer.json);
-  res.writeHead(answer.status, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
-  res.end(body);
+  writeJson(res, answer.status, answer.json);
 }

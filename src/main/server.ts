@@ -242,13 +242,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     let port: number | null = null;
     if (options.http) {
       // Loaded only by a process (or thread) that serves HTTP: the workers thread never needs them.
-      const [{ buildApp }, { withFastPath }, { ApiKeyCheck }, { hostAllowed, originAllowed }, { clientAddress }, { healthRouter }, { createApiServerRouter }, { sessionsRouter }, { adminRouter }, { consoleRouter }, { attachWebSocketHub, acceptSend }] = await Promise.all([
-        import("./app.js"), import("./http-fast-path.js"), import("../clients/auth.js"), import("../clients/browser-rules.js"), import("../clients/forwarded.js"), import("../clients/health.js"),
+      const [{ buildApp }, { withFastPath }, { ApiKeyCheck }, { hostAllowed, originAllowed }, { clientAddress }, { protectedAccess }, { healthRouter }, { createApiServerRouter, chatCompletionsRoute }, { sessionsRouter }, { adminRouter }, { consoleRouter }, { attachWebSocketHub, acceptSend }] = await Promise.all([
+        import("./app.js"), import("./http-fast-path.js"), import("../clients/auth.js"), import("../clients/browser-rules.js"), import("../clients/forwarded.js"), import("../clients/protected-access.js"), import("../clients/health.js"),
         import("../clients/openai/index.js"), import("../clients/sessions-api.js"), import("../clients/admin.js"), import("../clients/console.js"), import("../clients/ws/index.js"),
       ]);
       const browser: BrowserRules = { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, trustProxyHops: config.trustProxy };
       // One count of wrong keys for HTTP and /ws.
       const keyCheck = new ApiKeyCheck(config.apiKey);
+      const apiDeps = { ingress, events, store, config, logger };
       const app = buildApp({
         logger,
         apiKey: config.apiKey,
@@ -257,15 +258,17 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         operationalRoutes: [healthRouter({ store, redis, queues, metrics, workersEnabled: options.workers || options.workersThread !== undefined, workersThread: options.workersThread, moreMetrics: options.workersMetrics, version: VERSION, mcp: mcp ? () => mcp.status() : (options.workersMcp ?? null) })],
         publicRoutes: adapterList.flatMap((a) => (a.routes ? [a.routes(ingress)] : [])),
         protectedRoutes: [
-          createApiServerRouter({ ingress, events, store, config, logger }),
+          createApiServerRouter(apiDeps),
           sessionsRouter(store, ingress, config.bodyLimitBytes),
           adminRouter(queues),
         ],
         consoleRoutes: [consoleRouter({ apiKeyRequired: config.apiKey !== null })],
       });
-      // Slack's events and the webhook routes skip express (same answers, less work per request); everything else is the app's.
+      // Slack's events, the webhook routes and the API's chat completions skip express (same
+      // answers, less work per request); everything else is the app's.
       server = createServer(withFastPath({
         routes: adapterList.flatMap((a) => a.plainRoutes?.(ingress) ?? []),
+        directRoutes: [chatCompletionsRoute(apiDeps, protectedAccess(keyCheck, browser))],
         hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
         logger,
         fallback: app,

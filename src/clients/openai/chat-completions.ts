@@ -2,11 +2,11 @@
 // through the durable ingress like every platform's message, and the response waits for the turn
 // that consumes it (as JSON, or streamed as SSE from the session's events).
 import { randomUUID } from "node:crypto";
-import type { Request, Response } from "express";
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { EventSubscriber } from "../../bus/types.js";
 import type { CoreConfig } from "../../gateway/config.js";
-import { HttpError } from "../../gateway/http-errors.js";
+import { HttpError, writeJson } from "../../gateway/http-errors.js";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
 import type { SessionStore } from "../../state/types.js";
 import { chatCompletion, completionChunk, completionId, usageChunk, type CompletionMeta } from "./completion.js";
@@ -47,8 +47,18 @@ interface PreparedRequest {
   addressed: string | undefined;
 }
 
-export async function handleChatCompletion(deps: ApiServerDeps, req: Request, res: Response): Promise<void> {
-  const prepared = await prepare(deps, req);
+/** A request as both routes hand it on: its headers and its parsed JSON body. */
+export interface ChatCompletionCall {
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+/**
+ * Answer one chat completion on `res` (the express route's and the HTTP fast path's response
+ * alike). An HttpError thrown before anything is written is the caller's to answer.
+ */
+export async function handleChatCompletion(deps: ApiServerDeps, call: ChatCompletionCall, res: ServerResponse): Promise<void> {
+  const prepared = await prepare(deps, call);
   if (prepared.request.stream) {
     await streamCompletion(deps, prepared, res);
     return;
@@ -61,17 +71,23 @@ export async function handleChatCompletion(deps: ApiServerDeps, req: Request, re
   if (outcome.status === "interrupted") res.setHeader("X-Turn-Status", "interrupted");
   // The row's time (read with the outcome), so a retried request gets the same answer, byte for byte.
   const meta = { id: completionId(accepted.inboxId), created: Math.floor(outcome.receivedAt), model: servedModelName(deps.config) };
-  res.json(chatCompletion(meta, outcome.reply ?? ""));
+  writeJson(res, 200, chatCompletion(meta, outcome.reply ?? ""));
 }
 
-async function prepare(deps: ApiServerDeps, req: Request): Promise<PreparedRequest> {
+/** A header's value as one string (express's `req.get`). */
+function headerText(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+async function prepare(deps: ApiServerDeps, call: ChatCompletionCall): Promise<PreparedRequest> {
   let addressed: string | undefined;
   let idempotencyKey: string | undefined;
   let request: ChatRequest;
   try {
-    addressed = sessionIdHeader(req.get("x-session-id"));
-    idempotencyKey = idempotencyKeyHeader(req.get("idempotency-key"));
-    request = parseChatRequest(req.body);
+    addressed = sessionIdHeader(headerText(call.headers, "x-session-id"));
+    idempotencyKey = idempotencyKeyHeader(headerText(call.headers, "idempotency-key"));
+    request = parseChatRequest(call.body);
   } catch (err) {
     if (err instanceof RequestError) throw new HttpError(400, err.code, err.message);
     throw err;
@@ -145,7 +161,7 @@ async function metaFor(deps: ApiServerDeps, inboxId: number): Promise<Completion
 // ---------------------------------------------------------------------------------------------
 // Streaming
 
-async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, res: Response): Promise<void> {
+async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, res: ServerResponse): Promise<void> {
   const { events, store, logger } = deps;
   const sse = new SseWriter(res);
   let meta: CompletionMeta | null = null;

@@ -1,6 +1,6 @@
 // A server-sent events response: JSON `data:` lines, comment keep-alives while a turn waits for
 // its session (proxies close idle connections), and `data: [DONE]` at the end.
-import type { Response } from "express";
+import type { ServerResponse } from "node:http";
 
 const KEEP_ALIVE_MS = 15_000;
 
@@ -10,7 +10,7 @@ export class SseWriter {
   /** Resolves when the client goes away before we ended the stream. */
   readonly disconnected: Promise<void>;
 
-  constructor(private readonly res: Response) {
+  constructor(private readonly res: ServerResponse) {
     this.disconnected = new Promise((resolve) => {
       res.on("close", () => {
         if (!this.closed) {
@@ -27,7 +27,7 @@ export class SseWriter {
   }
 
   start(headers: Record<string, string>): void {
-    this.res.status(200);
+    this.res.statusCode = 200;
     this.res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
     this.res.setHeader("Cache-Control", "no-cache, no-transform");
     this.res.setHeader("Connection", "keep-alive");
