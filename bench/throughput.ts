@@ -14,6 +14,7 @@ import { spawnChild } from "./lib/child.js";
 import { BENCH_API_KEY, gatewayEnv, startGatewayProcess } from "./lib/gateway-process.js";
 import { postgresEnv } from "./lib/postgres.js";
 import { httpRequest, keepAliveAgent } from "./lib/http.js";
+import { readCpuMs } from "./lib/proc.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { msBetween, round, summarize } from "./lib/stats.js";
@@ -91,13 +92,15 @@ export interface ChatLoad {
   messagesPerSecond: number;
   latenciesMs: number[];
   errors: string[];
+  /** The serving process's CPU (every thread) per counted message, in ms; NaN without its pid. */
+  cpuMsPerMessage: number;
 }
 
 /**
  * Closed-loop chat load on an OpenAI-style endpoint: every session sends its next message when
  * the answer to the previous one arrived, all sessions at once. A warm-up comes first, uncounted.
  */
-export async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label: string): Promise<ChatLoad> {
+export async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label: string, serverPid?: number): Promise<ChatLoad> {
   // Idle pooled connections close after 2 s, before the server's 5 s keep-alive timeout can close
   // one under a request (on a busy machine the warm-up's connections sit idle that long).
   const agent = keepAliveAgent(shape.sessions, 2_000);
@@ -126,14 +129,16 @@ export async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape
     await loops(20, 5, (loop, i) => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined));
     const total = shape.sessions * shape.messages;
     const progress = new Progress(label, total, ctx.progress);
+    const cpuBefore = serverPid === undefined ? Number.NaN : readCpuMs(serverPid);
     const started = process.hrtime.bigint();
     await loops(shape.sessions, shape.messages, async (session, i) => {
       latenciesMs.push(await ask(`bench-${run}-${session}`, `session ${session} message ${i}`));
       progress.tick();
     });
     const seconds = msBetween(started, process.hrtime.bigint()) / 1000;
+    const cpuMsPerMessage = serverPid === undefined ? Number.NaN : (readCpuMs(serverPid) - cpuBefore) / total;
     progress.finish();
-    return { messagesPerSecond: total / seconds, latenciesMs, errors };
+    return { messagesPerSecond: total / seconds, latenciesMs, errors, cpuMsPerMessage };
   } finally {
     agent.destroy();
   }
@@ -151,7 +156,7 @@ export async function measureGateway(ctx: BenchContext, shape: Shape, storeEnv: 
     gatewayEnv(dir, ctx.redisUrl, benchPrefix("gw"), { WORKER_CONCURRENCY: String(CONCURRENCY), ...storeEnv }),
   );
   try {
-    return await driveChatLoad(ctx, gateway.url as string, shape, label);
+    return await driveChatLoad(ctx, gateway.url as string, shape, label, gateway.pid);
   } finally {
     await gateway.stop();
   }
@@ -166,7 +171,7 @@ export async function measureDurableFloor(ctx: BenchContext, shape: Shape): Prom
   ]);
   try {
     const ready = await floor.next((m): m is Extract<DurableFloorMessage, { type: "ready" }> => m.type === "ready", 60_000);
-    return await driveChatLoad(ctx, ready.url, shape, "durable floor");
+    return await driveChatLoad(ctx, ready.url, shape, "durable floor", floor.pid);
   } finally {
     await floor.stop();
   }
@@ -217,6 +222,8 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
       { key: "durable_floor_msgs_per_s", label: "durable floor messages/s", value: round(floor.messagesPerSecond, 1), unit: "msg/s" },
       { key: "durable_floor_ratio", label: "ratio durable floor / BullMQ", value: round(floorRatio, 3), unit: "" },
       { key: "gateway_floor_ratio", label: "ratio gateway / durable floor", value: round(gateway.messagesPerSecond / floor.messagesPerSecond, 3), unit: "", target: { op: ">=", value: 0.5 } },
+      { key: "gateway_cpu_ms_per_msg", label: "gateway process CPU per message", value: round(gateway.cpuMsPerMessage, 3), unit: "ms" },
+      { key: "durable_floor_cpu_ms_per_msg", label: "durable floor process CPU per message", value: round(floor.cpuMsPerMessage, 3), unit: "ms" },
       { key: "api_request_p50_ms", label: "API request p50 (under load)", value: round(latency.p50), unit: "ms" },
       { key: "api_request_p99_ms", label: "API request p99 (under load)", value: round(latency.p99), unit: "ms" },
       { key: "throughput_errors", label: "failed requests", value: gateway.errors.length, unit: "", target: { op: "<=", value: 0 } },
