@@ -1,13 +1,14 @@
 // The WebClient's fetch (undici's request API) against a local server that answers the way Slack's
 // Web API does: the form body and headers arrive as sent, the JSON answer and its headers come
-// back, a 429's Retry-After still becomes a rate-limit error, and an abort stops the request.
+// back, a 429's Retry-After still becomes a rate-limit error, an abort stops the request, and a
+// call Slack does not answer ends at the client's time limit.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { slackFetch } from "../../src/adapters/slack/buffered-fetch.js";
+import { createSlackFetch } from "../../src/adapters/slack/buffered-fetch.js";
 import { createSlackWebClient, toSendError } from "../../src/adapters/slack/client.js";
-import { RateLimitedError } from "../../src/gateway/types.js";
+import { PermanentSendError, RateLimitedError } from "../../src/gateway/types.js";
 
 interface Seen {
   method: string;
@@ -16,6 +17,8 @@ interface Seen {
   contentType: string | undefined;
   body: string;
 }
+
+const slackFetch = createSlackFetch();
 
 describe("the Slack WebClient's fetch", () => {
   let server: Server;
@@ -76,5 +79,21 @@ describe("the Slack WebClient's fetch", () => {
     const answer = await slackFetch(`${base}slow`, { method: "POST", body: "x=1", signal: AbortSignal.timeout(200) }).catch((err: Error) => err);
     expect(answer).toBeInstanceOf(Error);
     expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it("ends a call that gets no answer at the time limit, with no signal of its own, as an error the deliveries retry", async () => {
+    const started = performance.now();
+    const answer = await createSlackFetch(300)(`${base}slow`, { method: "POST", body: "x=1" }).catch((err: Error) => err);
+    expect(answer).toBeInstanceOf(Error);
+    expect(performance.now() - started).toBeLessThan(3_000);
+
+    const client = createSlackWebClient("xoxb-test", base, pino({ level: "silent" }), 300);
+    const call = performance.now();
+    const failed = await client.apiCall("slow").catch((err: unknown) => err);
+    expect(performance.now() - call).toBeLessThan(3_000);
+    const error = toSendError(failed, "slow");
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(RateLimitedError);
+    expect(error).not.toBeInstanceOf(PermanentSendError);
   });
 });

@@ -3,6 +3,10 @@
 // answer, read whole; the WHATWG fetch builds streams, an abort controller and a Response around
 // each one, which under load cost the workers about a fifth of their CPU (bench/README.md). A
 // file upload's FormData body goes through the global fetch unchanged.
+//
+// The time limit of a call is the pool's (undici's headers, body and connect timeouts, on its own
+// coarse timers), not an AbortSignal.timeout per call: that costs a timer, an event target and
+// its listeners for every message sent.
 import type { FetchFunction } from "@slack/web-api";
 import { Agent, request, type Dispatcher } from "undici";
 
@@ -14,7 +18,8 @@ type FetchHeaders = FetchResponse["headers"];
 /** Keep-alive connections per origin: enough for the workers' concurrent sends. */
 const CONNECTIONS_PER_ORIGIN = 32;
 
-const pool = new Agent({ connections: CONNECTIONS_PER_ORIGIN, keepAliveTimeout: 30_000 });
+/** How long a Web API call may wait to connect, for its answer's headers, or between its body's parts. */
+export const SLACK_CALL_TIMEOUT_MS = 15_000;
 
 /** What the WebClient reads of a response, the body already in hand. */
 class BufferedResponse implements FetchResponse {
@@ -52,17 +57,27 @@ function headersOf(received: Record<string, string | string[] | undefined>): Hea
   return headers;
 }
 
-export const slackFetch: FetchFunction = async (url: string | URL, init: FetchRequestInit = {}): Promise<FetchResponse> => {
-  if (typeof init.body !== "string" && init.body !== undefined) return fetch(url, init);
-  const href = typeof url === "string" ? url : url.href;
-  const answer = await request(href, {
-    method: (init.method ?? "GET").toUpperCase() as Dispatcher.HttpMethod,
-    headers: init.headers,
-    body: init.body,
-    signal: init.signal,
-    dispatcher: pool,
+/** A `fetch` for one WebClient, over a keep-alive pool of its own whose timeouts bound every call. */
+export function createSlackFetch(timeoutMs: number = SLACK_CALL_TIMEOUT_MS): FetchFunction {
+  const pool = new Agent({
+    connections: CONNECTIONS_PER_ORIGIN,
+    keepAliveTimeout: 30_000,
+    connect: { timeout: timeoutMs },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
   });
-  const bytes = Buffer.from(await answer.body.arrayBuffer());
-  // No redirect is followed (the WebClient asks for none): a 3xx is answered as it came.
-  return new BufferedResponse(href, answer.statusCode, "", headersOf(answer.headers), bytes);
-};
+  return async (url: string | URL, init: FetchRequestInit = {}): Promise<FetchResponse> => {
+    if (typeof init.body !== "string" && init.body !== undefined) return fetch(url, { ...init, signal: init.signal ?? AbortSignal.timeout(timeoutMs) });
+    const href = typeof url === "string" ? url : url.href;
+    const answer = await request(href, {
+      method: (init.method ?? "GET").toUpperCase() as Dispatcher.HttpMethod,
+      headers: init.headers,
+      body: init.body,
+      signal: init.signal,
+      dispatcher: pool,
+    });
+    const bytes = Buffer.from(await answer.body.arrayBuffer());
+    // No redirect is followed (the WebClient asks for none): a 3xx is answered as it came.
+    return new BufferedResponse(href, answer.statusCode, "", headersOf(answer.headers), bytes);
+  };
+}

@@ -10,7 +10,7 @@ import {
 } from "@slack/web-api";
 import type { Logger } from "pino";
 import { secondsToMs } from "../../agent/providers/retry-after.js";
-import { slackFetch } from "./buffered-fetch.js";
+import { createSlackFetch, SLACK_CALL_TIMEOUT_MS } from "./buffered-fetch.js";
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
 
 /** Slack error codes that no retry can fix. */
@@ -39,15 +39,16 @@ const PERMANENT_ERRORS = new Set([
 /** chat.update errors after which the reply should be posted as a new message instead. */
 export const UNEDITABLE_ERRORS = new Set(["message_not_found", "cant_update_message", "edit_window_closed"]);
 
-export function createSlackWebClient(botToken: string, apiUrl: string, logger: Logger): WebClient {
+export function createSlackWebClient(botToken: string, apiUrl: string, logger: Logger, timeoutMs: number = SLACK_CALL_TIMEOUT_MS): WebClient {
   return new WebClient(botToken, {
     slackApiUrl: apiUrl,
     rejectRateLimitedCalls: true,
     retryConfig: { retries: 0 },
-    timeout: 15_000,
+    // The fetch's pool bounds each call instead (no AbortSignal.timeout per call).
+    timeout: 0,
     logger: slackLoggerFor(logger),
     // Its requests through undici's request API, without a WHATWG stream per call.
-    fetch: slackFetch,
+    fetch: createSlackFetch(timeoutMs),
   });
 }
 
