@@ -51,7 +51,7 @@ const FIRST_NON_WHITESPACE = /^[ \t\n\r]*(.?)/s;
  * The body as express's JSON parser reads it: UTF-8 without a byte-order mark, an empty body as
  * `{}`, and only an object or an array at the top (strict mode); anything else is malformed.
  */
-export function parseJsonBody(body: Buffer): unknown {
+function parseJsonBody(body: Buffer): unknown {
   let text = body.toString("utf8");
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.length === 0) return {};
