@@ -8,7 +8,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { HOST_NOT_ALLOWED } from "../clients/browser-rules.js";
-import { BODY_TOO_LARGE, errorBody, writeError, writeJson } from "../gateway/http-errors.js";
+import { BODY_TOO_LARGE, writeError, writeJson } from "../gateway/http-errors.js";
 import type { DirectPostRoute, PlainAnswer, PlainPostRoute } from "../gateway/types.js";
 
 export interface FastPathOptions {
@@ -23,6 +23,8 @@ export interface FastPathOptions {
   fallback: RequestListener;
 }
 
+const INTERNAL_ERROR = { status: 500, code: "internal_error", message: "internal server error" } as const;
+
 export function withFastPath(options: FastPathOptions): RequestListener {
   const { fallback, hostAllowed, logger } = options;
   const routes = new Map(options.routes.map((route) => [route.path, route]));
@@ -31,7 +33,7 @@ export function withFastPath(options: FastPathOptions): RequestListener {
   const unexpected = (err: unknown, req: IncomingMessage, res: ServerResponse, path: string): void => {
     logger.error({ err, path, method: req.method }, "unhandled request error");
     if (res.headersSent) res.end();
-    else writeAnswer(res, { status: 500, json: errorBody(500, "internal_error", "internal server error") });
+    else writeError(res, INTERNAL_ERROR);
   };
   const answerPlain = (route: PlainPostRoute, req: IncomingMessage, res: ServerResponse): void => {
     readBody(req, route.bodyLimitBytes, (body) => {
