@@ -5,7 +5,7 @@
 // pipelined enqueue); each is still acknowledged only after its own row is durable.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { InboxInsert, InboxRow, SessionStore } from "../state/types.js";
+import type { InboxInsert, InboxRow, KeyedInboxInsert, SessionForKey, SessionStore } from "../state/types.js";
 import { parseCommand, HELP_TEXT, type CommandName } from "./commands.js";
 import type { CoreConfig } from "./config.js";
 import { GroupCommit, type Settled, type Slot } from "./group-commit.js";
@@ -43,7 +43,7 @@ interface Recorded {
 export class Ingress implements GatewayIngress {
   /** Redis was up at least once: a later outage fails fast instead of waiting for a reconnect. */
   private redisWasReady = false;
-  private readonly inbound = new GroupCommit<InboxInsert, Recorded>((inserts) => this.recordAndEnqueue(inserts));
+  private readonly inbound = new GroupCommit<InboxInsert | KeyedInboxInsert, Recorded>((inserts) => this.recordAndEnqueue(inserts));
   /** This process's own workers, when it has them and takes wake-ups in memory (local-wake-ups.ts). */
   private wakeUps: WakeUpSink | null = null;
 
@@ -71,7 +71,7 @@ export class Ingress implements GatewayIngress {
     }
   }
 
-  private async acceptIn(slot: Slot<InboxInsert, Recorded>, message: InboundMessage): Promise<AcceptResult> {
+  private async acceptIn(slot: Slot<InboxInsert | KeyedInboxInsert, Recorded>, message: InboundMessage): Promise<AcceptResult> {
     const started = performance.now();
     const { metrics, logger } = this.deps;
     const problem = this.validate(message);
@@ -80,14 +80,13 @@ export class Ingress implements GatewayIngress {
       logger.warn({ platform: message.platform, platformMessageId: message.platformMessageId, reason: problem }, "inbound message rejected");
       return { status: "rejected", reason: problem };
     }
-    const conversationId = await this.conversationIdFor(message);
     const command = parseCommand(message.text);
-    if (command) return this.runCommand(command.name, message, conversationId);
+    if (command) return this.runCommand(command.name, message, await this.conversationIdFor(message));
 
     const { inserted, row, enqueued } = await slot.submit({
+      ...(message.sessionId ? { sessionId: await this.conversationIdFor(message) } : { sessionForKey: this.sessionForKeyOf(message) }),
       platform: message.platform,
       platformMessageId: message.platformMessageId,
-      sessionId: conversationId,
       payload: payloadOf(message),
       receivedAt: message.receivedAt / 1000,
       attachments: message.images?.map((image) => ({ content_type: image.contentType, name: image.name ?? null, data: image.data })),
@@ -109,7 +108,7 @@ export class Ingress implements GatewayIngress {
    * or their jobs in one round trip). A batch that fails to record is recorded row by row, so one
    * bad row fails alone.
    */
-  private async recordAndEnqueue(inserts: InboxInsert[]): Promise<Array<Settled<Recorded>>> {
+  private async recordAndEnqueue(inserts: Array<InboxInsert | KeyedInboxInsert>): Promise<Array<Settled<Recorded>>> {
     const { store } = this.deps;
     let recorded: Array<Settled<{ inserted: boolean; row: InboxRow }>>;
     try {
@@ -119,7 +118,7 @@ export class Ingress implements GatewayIngress {
       recorded = [];
       // In call order, so ids still follow it.
       for (const insert of inserts) {
-        recorded.push(await store.recordInbound(insert).then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error: asError(error) })));
+        recorded.push(await store.recordInboundBatch([insert]).then(([value]) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error: asError(error) })));
       }
     }
     const fresh = recorded.flatMap((result) => (result.ok && result.value.inserted ? [result.value.row] : []));
@@ -262,20 +261,24 @@ export class Ingress implements GatewayIngress {
 
   /** The conversation id this message belongs to; creates the session for a new key. */
   private async conversationIdFor(message: InboundMessage): Promise<string> {
-    const { store, config } = this.deps;
+    const { store } = this.deps;
     if (message.sessionId) {
       if (message.seedHistory?.length) await this.seedSession(message);
       return store.conversationIdOf(message.sessionId);
     }
-    const key = config.sessionPerUser.includes(message.platform) && message.userId ? `${message.sessionKey}:${message.userId}` : message.sessionKey;
-    const session = await store.ensureSessionForKey(key, randomUUID(), {
-      source: message.platform,
-      sessionKey: key,
-      chatId: message.chatId,
-      threadId: message.threadId,
-      userId: message.userId,
-    });
+    const { key, newId, input } = this.sessionForKeyOf(message);
+    const session = await store.ensureSessionForKey(key, newId, input);
     return store.conversationIdOf(session.id);
+  }
+
+  /** The session a platform message routes to by its key (a new one named newId when the key has none). */
+  private sessionForKeyOf(message: InboundMessage): SessionForKey {
+    const key = this.deps.config.sessionPerUser.includes(message.platform) && message.userId ? `${message.sessionKey}:${message.userId}` : message.sessionKey;
+    return {
+      key,
+      newId: randomUUID(),
+      input: { source: message.platform, sessionKey: key, chatId: message.chatId, threadId: message.threadId, userId: message.userId },
+    };
   }
 
   /** A fresh session seeded from a request's prior messages; nobody else knows its id yet. */

@@ -33,6 +33,7 @@ import type {
   DeliveryRow,
   FlushResult,
   InboxInsert,
+  KeyedInboxInsert,
   InboxRow,
   InboxStatus,
   WakeUpView,
@@ -93,7 +94,7 @@ export class SessionDB implements SessionStore {
   private readonly createDeliveriesTransaction: (inserts: DeliveryInsert[]) => number[];
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
-  private readonly recordBatchTransaction: (inserts: readonly InboxInsert[]) => Array<{ inserted: boolean; row: InboxRow }>;
+  private readonly recordBatchTransaction: (inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>) => Array<{ inserted: boolean; row: InboxRow }>;
   private readonly acquireAndReadTransaction: (
     conversationId: string,
     holder: string,
@@ -163,9 +164,9 @@ export class SessionDB implements SessionStore {
     };
     const recordWithAttachments = this.db.transaction((insert: InboxInsert) => recordOne(insert, this.clock()));
     this.recordWithAttachments = (insert) => recordWithAttachments.immediate(insert);
-    const recordBatch = this.db.transaction((inserts: readonly InboxInsert[]) => {
+    const recordBatch = this.db.transaction((inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>) => {
       const now = this.clock();
-      return inserts.map((insert) => recordOne(insert, now));
+      return inserts.map((insert) => recordOne(this.withSessionId(insert, now), now));
     });
     this.recordBatchTransaction = (inserts) => recordBatch.immediate(inserts);
     // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now guards.
@@ -453,9 +454,17 @@ export class SessionDB implements SessionStore {
   }
 
   /** Group commit: every row (with its images) in one transaction, one commit. */
-  async recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
+  async recordInboundBatch(inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
     if (inserts.length === 0) return [];
     return this.write(() => this.recordBatchTransaction(inserts));
+  }
+
+  /** A keyed insert's session, found or created inside the caller's transaction: its conversation id. */
+  private withSessionId(insert: InboxInsert | KeyedInboxInsert, now: number): InboxInsert {
+    if (!("sessionForKey" in insert)) return insert;
+    const { sessionForKey, ...rest } = insert;
+    const session = this.sessions.ensureForKey(sessionForKey.key, sessionForKey.newId, sessionForKey.input, now);
+    return { ...rest, sessionId: this.sessions.conversationIdOf(session.id) };
   }
 
   /** A duplicate of a message already recorded returns the existing row unchanged. */

@@ -215,6 +215,23 @@ export interface InboxInsert {
   attachments?: AttachmentUpload[];
 }
 
+/**
+ * Where an inbound row belongs when the caller knows only its routing key: the key's live session
+ * (an open session with that key, else the open tip of a compressed one), created as `newId` when
+ * there is none. The store finds it in the row's own transaction, and the row is recorded under
+ * that session's conversation id.
+ */
+export interface SessionForKey {
+  key: string;
+  newId: string;
+  input: CreateSessionInput;
+}
+
+/** An inbox insert whose session is found (or created) by its routing key, in the insert's transaction. */
+export interface KeyedInboxInsert extends Omit<InboxInsert, "sessionId"> {
+  sessionForKey: SessionForKey;
+}
+
 export interface InboxRow {
   id: number;
   platform: string;
@@ -290,9 +307,10 @@ export interface InboxStore {
   /**
    * recordInbound for several messages in ONE transaction (group commit), in the given order (ids
    * follow it); each result is what recordInbound would have returned, a duplicate inside the batch
-   * included. All or nothing: when it throws, nothing was recorded.
+   * included. All or nothing: when it throws, nothing was recorded. A keyed insert finds (or
+   * creates) its session in the same transaction, so the ingress reads nothing before it.
    */
-  recordInboundBatch(inserts: readonly InboxInsert[]): Promise<Array<{ inserted: boolean; row: InboxRow }>>;
+  recordInboundBatch(inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>): Promise<Array<{ inserted: boolean; row: InboxRow }>>;
   /** Record a message that was received but refused, with the reason (status 'rejected'). */
   recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow>;
   getInboxRow(id: number): Promise<InboxRow | null>;

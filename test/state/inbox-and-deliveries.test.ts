@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { InboxInsert } from "../../src/state/index.js";
+import type { InboxInsert, KeyedInboxInsert } from "../../src/state/index.js";
 import { storeBackends, type TestStore } from "../support/store-backends.js";
 import { countTransactions, type TransactionCounter } from "../support/transaction-counter.js";
 import { manualClock } from "./helpers.js";
@@ -101,6 +101,55 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
         expect(await db.findInboxRow("slack", "fine")).toBeNull();
         expect(await db.findInboxRow("slack", "broken")).toBeNull();
         expect((await db.recordInbound(inbound("fine"))).inserted).toBe(true);
+      });
+
+      const keyed = (id: string, key: string, newId: string): KeyedInboxInsert => {
+        const { sessionId: _unused, ...rest } = inbound(id);
+        return { ...rest, sessionForKey: { key, newId, input: { source: "slack", chatId: "C1" } } };
+      };
+
+      it("finds or creates a keyed row's session in the batch's transaction: one session per key, rows under its conversation id", async () => {
+        const db = await store.open();
+        await db.createSession("known", { source: "slack", sessionKey: "slack:old" });
+        transactions.reset();
+        const results = await db.recordInboundBatch([keyed("k1", "slack:new", "n1"), keyed("k2", "slack:new", "n2"), keyed("k3", "slack:old", "n3"), inbound("plain", "given")]);
+        expect(transactions.count).toBe(1);
+        expect(results.map((r) => [r.row.platform_message_id, r.row.session_id, r.inserted])).toEqual([
+          ["k1", "n1", true],
+          ["k2", "n1", true],
+          ["k3", "known", true],
+          ["plain", "given", true],
+        ]);
+        expect(await db.getSession("n1")).toMatchObject({ session_key: "slack:new", source: "slack", chat_id: "C1", ended_at: null });
+        expect(await db.getSession("n2")).toBeNull();
+        // A redelivery is answered from the existing row, under the session it was first recorded in.
+        const [again] = await db.recordInboundBatch([keyed("k3", "slack:elsewhere", "n4")]);
+        expect(again).toMatchObject({ inserted: false, row: { id: results[2].row.id, session_id: "known" } });
+      });
+
+      it("records a keyed row of a compressed session under the conversation's root; a failed batch creates no session", async () => {
+        const db = await store.open();
+        await db.createSession("root", { source: "slack", sessionKey: "slack:c" });
+        await db.endSession("root", "compression");
+        await db.createSession("tip", { source: "slack", parentSessionId: "root" });
+        const [row] = await db.recordInboundBatch([keyed("c1", "slack:c", "unused")]);
+        expect(row.row.session_id).toBe("root");
+        expect(await db.getSession("unused")).toBeNull();
+
+        const broken = { content_type: null as unknown as string, data: new Uint8Array([4]) };
+        await expect(db.recordInboundBatch([keyed("lost", "slack:fresh", "f1"), { ...keyed("bad", "slack:fresh", "f2"), attachments: [broken] }])).rejects.toThrow();
+        expect(await db.getSession("f1")).toBeNull();
+        expect(await db.findInboxRow("slack", "lost")).toBeNull();
+      });
+
+      it("gives first messages of one key racing from two stores one session", async () => {
+        const [a, b] = [await store.open(), await store.open()];
+        const raced = await Promise.all([
+          a.recordInboundBatch([keyed("r1", "slack:race", "ra")]),
+          b.recordInboundBatch([keyed("r2", "slack:race", "rb")]),
+          a.recordInboundBatch([keyed("r3", "slack:race", "rc")]),
+        ]);
+        expect(new Set(raced.map(([r]) => r.row.session_id)).size).toBe(1);
       });
     });
 
