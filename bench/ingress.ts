@@ -1,9 +1,10 @@
 // Ingress latency: the HTTP ack of a signed webhook delivery (POST /webhooks/:route, a callback
 // route: verify signature, record in the inbox, enqueue, answer 202) at a steady rate, open loop
 // (requests leave on schedule whatever the answers do). The turns run meanwhile and their replies
-// go to a local callback endpoint, so the ack is measured under the load it causes. Also: the ack
-// at 60% of the gateway's measured maximum rate (the throughput benchmark's messages/s in this
-// run, or measured here when that benchmark did not run), one process.
+// go to a local callback endpoint (a process of its own, bench/children/callback-sink.ts), so the
+// ack is measured under the load it causes. Also: the ack at 60% of the gateway's measured
+// maximum rate (the throughput benchmark's messages/s in this run, or measured here when that
+// benchmark did not run), one process.
 import { randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +14,7 @@ import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gate
 import { httpRequest, keepAliveAgent } from "./lib/http.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
-import { startCallbackSink, type CallbackSink } from "./lib/sink.js";
+import { startCallbackSinkProcess, type CallbackSinkProcess } from "./lib/sink.js";
 import { round, summarize } from "./lib/stats.js";
 import { benchPrefix } from "./lib/redis.js";
 import { measureGateway, shapeFor } from "./throughput.js";
@@ -32,7 +33,7 @@ interface Run {
   sent: number;
 }
 
-async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSink | null, seconds: number, label: string, ratePerS: number): Promise<Run> {
+async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSinkProcess | null, seconds: number, label: string, ratePerS: number): Promise<Run> {
   const total = Math.round(ratePerS * seconds);
   const agent = keepAliveAgent(256);
   const run = randomUUID().slice(0, 8);
@@ -40,7 +41,7 @@ async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSi
   const lags: number[] = [];
   const statuses = new Map<number, number>();
   const progress = new Progress(label, total, ctx.progress);
-  const repliesBefore = sink?.received() ?? 0;
+  const repliesBefore = (await sink?.received()) ?? 0;
   const inFlight: Promise<void>[] = [];
   const send = async (i: number): Promise<void> => {
     const id = `${run}-${i}`;
@@ -78,7 +79,7 @@ async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSi
   const drainLimitMs = ctx.quick ? 20_000 : 60_000;
   let drainedAfterS: number | null = null;
   while (sink && performance.now() - drainStart < drainLimitMs) {
-    if (sink.received() - repliesBefore >= accepted) {
+    if ((await sink.received()) - repliesBefore >= accepted) {
       drainedAfterS = (performance.now() - drainStart) / 1000;
       break;
     }
@@ -105,7 +106,7 @@ const SERVE_ARGS: Record<Topology, string[]> = {
 async function measure(ctx: BenchContext, topology: Topology, seconds: number, ratePerS = RATE_PER_S): Promise<Run> {
   const dir = join(ctx.workDir, `ingress-${topology}-${Math.round(ratePerS)}`);
   mkdirSync(dir, { recursive: true });
-  const sink = await startCallbackSink();
+  const sink = await startCallbackSinkProcess();
   const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url) });
   const processes: GatewayProcess[] = [];
   // Without workers no reply ever comes: do not wait for them.

@@ -1,7 +1,9 @@
 // A local HTTP server that stands in for a webhook sender's callback endpoint: answers 200 and
-// counts the replies it receives.
+// counts the replies it receives. In this process, or in a child of its own.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { CallbackSinkIn, CallbackSinkOut } from "../children/callback-sink.js";
+import { spawnChild } from "./child.js";
 
 export interface CallbackSink {
   url: string;
@@ -31,5 +33,28 @@ export async function startCallbackSink(): Promise<CallbackSink> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** The sink in a child process: the runner asks it for its count over IPC. */
+export interface CallbackSinkProcess {
+  url: string;
+  received(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function startCallbackSinkProcess(): Promise<CallbackSinkProcess> {
+  const child = spawnChild<CallbackSinkIn, CallbackSinkOut>("callback-sink.ts");
+  const { url } = await child.next((m): m is Extract<CallbackSinkOut, { type: "ready" }> => m.type === "ready", 30_000);
+  let asks = 0;
+  return {
+    url,
+    async received() {
+      const ask = ++asks;
+      child.send({ type: "count", ask });
+      const answer = await child.next((m): m is Extract<CallbackSinkOut, { type: "count" }> => m.type === "count" && m.ask === ask, 10_000);
+      return answer.received;
+    },
+    close: () => child.stop(),
   };
 }
