@@ -18,6 +18,7 @@ import {
   type SectionSettings,
 } from "../gateway/config-section.js";
 import { DEFAULT_MEDIA_SETTINGS } from "../gateway/media.js";
+import { DEFAULT_POOL_SIZE } from "../state/store-options.js";
 
 export { ConfigError };
 
@@ -74,6 +75,7 @@ const fileSchema = z.object({
   db: z.string().optional(),
   database_url: postgresUrl.optional(),
   database_schema: schemaName.optional(),
+  database_pool_size: intFrom(1, 1000).optional(),
   data_dir: z.string().optional(),
   api_key: z.string().optional(),
   allowed_origins: z.array(origin).optional(),
@@ -132,6 +134,8 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   databaseUrl: string | null;
   /** The PostgreSQL schema holding the tables (created if missing). */
   databaseSchema: string;
+  /** PostgreSQL connections per store (each thread with a store has its own; the leases' pool has half). */
+  databasePoolSize: number;
   apiKey: string | null;
   /** Origins besides the gateway's own whose pages may use /ws and the API (canonical form). */
   allowedOrigins: string[];
@@ -193,6 +197,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     dbPath: envValue(env, "SWITCHBOARD_DB", str) ?? file.db ?? `${dataDir}/switchboard.db`,
     databaseUrl: envValue(env, "DATABASE_URL", postgresUrl) ?? file.database_url ?? null,
     databaseSchema: envValue(env, "DATABASE_SCHEMA", schemaName) ?? file.database_schema ?? "switchboard",
+    databasePoolSize: envValue(env, "DATABASE_POOL_SIZE", intFrom(1, 1000)) ?? file.database_pool_size ?? DEFAULT_POOL_SIZE,
     apiKey: envValue(env, "SWITCHBOARD_API_KEY", str) ?? file.api_key ?? null,
     allowedOrigins: envValue(env, "ALLOWED_ORIGINS", listOf(origin)) ?? file.allowed_origins ?? [],
     allowedHosts: envValue(env, "ALLOWED_HOSTS", listOf(hostName)) ?? file.allowed_hosts ?? [],

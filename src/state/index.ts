@@ -10,4 +10,4 @@ export { ensurePrivateDir, type OnTightened } from "./private-files.js";
 export * from "./types.js";
 export { PostgresStore, type PostgresStoreOptions } from "./postgres/postgres-store.js";
 export { openStore, describeStore, isPostgresUrl, type StoreConfig, type OpenStoreOptions } from "./open-store.js";
-export type { StoreOptions } from "./store-options.js";
+export { DEFAULT_POOL_SIZE, type StoreOptions } from "./store-options.js";

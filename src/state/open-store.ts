@@ -14,6 +14,8 @@ export interface StoreConfig {
   databaseSchema: string;
   /** The SQLite file, used only without `databaseUrl`. */
   dbPath: string;
+  /** PostgreSQL only: connections in the store's pool (default 10, DEFAULT_POOL_SIZE; its leases' pool has half, at least 2). */
+  databasePoolSize?: number;
 }
 
 export interface OpenStoreOptions extends StoreOptions {
@@ -33,7 +35,7 @@ export async function openStore(config: StoreConfig, options: OpenStoreOptions =
     if (!isPostgresUrl(config.databaseUrl)) throw new RangeError("DATABASE_URL: must be a postgres:// or postgresql:// URL");
     const { backgroundCheckpointMs: _checkpoints, onModeTightened: _fileModes, ...common } = options;
     const { PostgresStore } = await import("./postgres/postgres-store.js");
-    return PostgresStore.open({ ...common, connectionString: config.databaseUrl, schema: config.databaseSchema });
+    return PostgresStore.open({ ...common, connectionString: config.databaseUrl, schema: config.databaseSchema, maxConnections: config.databasePoolSize });
   }
   return new SessionDB(config.dbPath, options);
 }

@@ -26,6 +26,9 @@ export const STORE_DEFAULTS = {
   defaultWaitSeconds: 600,
 };
 
+/** PostgreSQL only: connections in a store's pool unless DATABASE_POOL_SIZE says otherwise. */
+export const DEFAULT_POOL_SIZE = 10;
+
 export function positiveSeconds(value: number, name: string): number {
   if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of seconds`);
   return value;

@@ -55,6 +55,21 @@ describe("configuration", () => {
     expect(() => loadConfig({ DATABASE_SCHEMA: "drop table; --" })).toThrow(/^DATABASE_SCHEMA: /);
   });
 
+  it("DATABASE_POOL_SIZE sets the PostgreSQL pool of each store (default 10), from the environment or the file's database_pool_size", () => {
+    expect(loadConfig({}).databasePoolSize).toBe(10);
+    expect(loadConfig({ DATABASE_POOL_SIZE: "4" }).databasePoolSize).toBe(4);
+    const temp = makeTempDir("sb-config");
+    try {
+      const file = join(temp.dir, "switchboard.yaml");
+      writeFileSync(file, "database_pool_size: 25\n");
+      expect(loadConfig({ SWITCHBOARD_CONFIG: file }).databasePoolSize).toBe(25);
+      expect(loadConfig({ SWITCHBOARD_CONFIG: file, DATABASE_POOL_SIZE: "6" }).databasePoolSize).toBe(6);
+    } finally {
+      temp.cleanup();
+    }
+    for (const bad of ["0", "-1", "2.5", "lots"]) expect(() => loadConfig({ DATABASE_POOL_SIZE: bad })).toThrow(/^DATABASE_POOL_SIZE: /);
+  });
+
   it("refuses a non-loopback address without an API key", () => {
     expect(() => loadConfig({ HOST: "0.0.0.0" })).toThrow(ConfigError);
     expect(loadConfig({ HOST: "0.0.0.0", SWITCHBOARD_API_KEY: "k".repeat(16) }).host).toBe("0.0.0.0");

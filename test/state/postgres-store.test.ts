@@ -5,7 +5,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { openStore, PostgresStore } from "../../src/state/index.js";
+import { DEFAULT_POOL_SIZE, openStore, PostgresStore, type SessionStore } from "../../src/state/index.js";
 import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
@@ -194,6 +194,47 @@ describe("openStore", () => {
       await postgres.close();
     }
     await expect(openStore({ databaseUrl: "mysql://nope", databaseSchema: "x", dbPath: "" })).rejects.toThrow(/DATABASE_URL/);
+  });
+
+  /** How many of `store`'s reads reach the server at once while another client holds the sessions table. */
+  async function readsAtOnce(store: SessionStore, schema: string, reads: number): Promise<number> {
+    const locker = new pg.Client({ connectionString: testDatabaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query(`LOCK TABLE ${schema}.sessions IN ACCESS EXCLUSIVE MODE`);
+      const lockerPid = (await locker.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+      const pending = Promise.all(Array.from({ length: reads }, (_, i) => store.getSession(`s${i}`)));
+      const blocked = async (): Promise<number> =>
+        (await query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))", [lockerPid]))[0].n;
+      // Every read the pool lets through is soon waiting on the lock; the rest wait for a connection.
+      const deadline = Date.now() + 5_000;
+      while ((await blocked()) < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const atOnce = await blocked();
+      await locker.query("COMMIT");
+      expect(await pending).toEqual(Array.from({ length: reads }, () => null));
+      return atOnce;
+    } finally {
+      await locker.end();
+    }
+  }
+
+  it("opens at most DATABASE_POOL_SIZE connections for a store's work (10 unless set)", async () => {
+    const schema = freshSchema("pool");
+    const small = await openStore({ databaseUrl: testDatabaseUrl(), databaseSchema: schema, dbPath: "", databasePoolSize: 3 });
+    try {
+      expect(await readsAtOnce(small, schema, 8)).toBe(3);
+    } finally {
+      await small.close();
+    }
+    const standard = await openStore({ databaseUrl: testDatabaseUrl(), databaseSchema: schema, dbPath: "" });
+    try {
+      expect(await readsAtOnce(standard, schema, 12)).toBe(DEFAULT_POOL_SIZE);
+    } finally {
+      await standard.close();
+    }
+    await expect(openStore({ databaseUrl: testDatabaseUrl(), databaseSchema: schema, dbPath: "", databasePoolSize: 0 })).rejects.toThrow(/DATABASE_POOL_SIZE/);
   });
 });
 

@@ -8,7 +8,7 @@ import { SessionDBClosedError, UnknownSessionError } from "../errors.js";
 import { thisHost } from "../holder.js";
 import { waitForLease } from "../lease-admission.js";
 import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "../lease-wakeups.js";
-import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "../store-options.js";
+import { DEFAULT_POOL_SIZE, positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "../store-options.js";
 import type {
   AppendBatchOptions,
   ConversationMessage,
@@ -49,7 +49,7 @@ export interface PostgresStoreOptions extends StoreOptions {
   connectionString: string;
   /** The schema holding the tables, created if missing. Default "switchboard". */
   schema?: string;
-  /** Connections in this process's pool. Default 10. */
+  /** Connections in this store's pool. Default DEFAULT_POOL_SIZE; the leases' pool has half (at least 2). */
   maxConnections?: number;
   /**
    * How long a statement waits for a locked row before giving up. A lease waiter counts that as
@@ -88,16 +88,18 @@ export class PostgresStore implements SessionStore {
   /** Connect, create the schema if missing and migrate it (under an advisory lock), then serve. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const schema = checkSchemaName(options.schema ?? DEFAULT_SCHEMA);
+    const poolSize = options.maxConnections ?? DEFAULT_POOL_SIZE;
+    if (!Number.isInteger(poolSize) || poolSize < 1) throw new RangeError(`DATABASE_POOL_SIZE: ${poolSize} is not a whole number of connections >= 1`);
     const pool = createPool({
       connectionString: options.connectionString,
       schema,
-      maxConnections: options.maxConnections ?? 10,
+      maxConnections: poolSize,
       lockTimeoutMs: options.lockTimeoutMs ?? 5_000,
     });
     const leasePool = createPool({
       connectionString: options.connectionString,
       schema,
-      maxConnections: Math.max(2, Math.ceil((options.maxConnections ?? 10) / 2)),
+      maxConnections: Math.max(2, Math.ceil(poolSize / 2)),
       lockTimeoutMs: options.lockTimeoutMs ?? 5_000,
       asyncCommit: true,
     });
