@@ -14,7 +14,7 @@ export interface StoreConfig {
   databaseSchema: string;
   /** The SQLite file, used only without `databaseUrl`. */
   dbPath: string;
-  /** PostgreSQL only: connections in the store's pool (default 10, DEFAULT_POOL_SIZE; its leases' pool has half, at least 2). */
+  /** PostgreSQL only: connections in the store's pool (default DEFAULT_POOL_SIZE; its leases' pool has half, at least 2). */
   databasePoolSize?: number;
 }
 
