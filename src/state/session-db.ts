@@ -5,7 +5,7 @@
 import type { Database } from "better-sqlite3";
 import { AttachmentSql } from "./attachments.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
-import { repairToolPairing, toConversationMessage, toMessageRow } from "./conversation.js";
+import { repairToolPairing, toConversationMessage, toMessageRow, type StoredMessageTuple } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
 import { thisHost } from "./holder.js";
@@ -39,6 +39,7 @@ import type {
   WakeUpView,
   LeaseAcquireOptions,
   LeaseReleaseNotifier,
+  MessageAttachment,
   MessageRow,
   SessionRow,
   SessionStore,
@@ -66,6 +67,8 @@ export interface SessionDBOptions extends StoreOptions {
 }
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
+/** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
+const MAX_TIPS_READ = 10_000;
 
 const DEFAULTS = {
   ...STORE_DEFAULTS,
@@ -95,12 +98,15 @@ export class SessionDB implements SessionStore {
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
   private readonly recordBatchTransaction: (inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>) => Array<{ inserted: boolean; row: InboxRow }>;
+  private readonly warmTranscriptRead: (sessionId: string) => void;
+  /** Compressed conversations' tips as the lease's reads last found them (a hint: the read under the lease decides). */
+  private readonly tipsRead = new Map<string, string>();
   private readonly acquireAndReadTransaction: (
     conversationId: string,
     holder: string,
     ttl: number,
     reading: { sessionId: string; pendingInboxLimit?: number },
-  ) => { attempt: LeaseAttempt; read: TurnStartRead | null };
+  ) => { attempt: LeaseAttempt; read: TurnStartRows | null };
   /** One read transaction: a snapshot for the three reads, one lock and one cache check instead of three. */
   private readonly wakeUpRead: (conversationId: string, inboxId: number | null) => WakeUpView;
   private readonly activeWakeups = new Set<ArmedWakeup>();
@@ -173,11 +179,17 @@ export class SessionDB implements SessionStore {
     const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: { sessionId: string; pendingInboxLimit?: number }) => {
       const attempt = this.leases.tryAcquire(conversationId, holder, ttl, this.clock());
       if (!attempt.acquired) return { attempt, read: null };
-      const read = this.turnStartRead(reading.sessionId);
+      const read = this.turnStartRows(reading.sessionId);
       const limit = reading.pendingInboxLimit ?? 0;
       return { attempt, read: limit > 0 ? { ...read, pendingInbox: this.inbox.pendingForSession(conversationId, limit) } : read };
     });
     this.acquireAndReadTransaction = (conversationId, holder, ttl, reading) => acquireAndRead.immediate(conversationId, holder, ttl, reading);
+    // A read transaction: it takes no write lock.
+    const warmTranscript = this.db.transaction((sessionId: string) => {
+      const tip = this.sessions.tipOf(sessionId) || sessionId;
+      if (!this.transcripts.holds(tip)) this.transcripts.read(tip, (afterId) => this.messages.rowsAfter(tip, afterId));
+    });
+    this.warmTranscriptRead = (sessionId) => warmTranscript.deferred(sessionId);
 
     const wakeUpRead = this.db.transaction((conversationId: string, inboxId: number | null): WakeUpView => ({
       row: inboxId === null ? null : this.inbox.get(inboxId),
@@ -329,23 +341,30 @@ export class SessionDB implements SessionStore {
   }
 
   private conversationOf(sessionId: string, options: ConversationReadOptions): ConversationMessage[] {
-    const includeRowIds = options.includeRowIds === true;
-    const attachments = this.attachments.bySessionMessage(sessionId, true);
-    const rows = this.transcripts.read(sessionId, (afterId) => this.messages.rowsAfter(sessionId, afterId));
-    const transcript = rows.map((row) => {
-      const message = toConversationMessage(row, includeRowIds);
-      const held = attachments.get(row[0]);
-      if (held) message.attachments = held;
-      return message;
-    });
-    return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+    return transcriptOf(this.transcriptRowsOf(sessionId), options);
   }
 
-  private turnStartRead(sessionId: string): TurnStartRead {
+  private transcriptRowsOf(sessionId: string): TranscriptRowsRead {
+    const attachments = this.attachments.bySessionMessage(sessionId, true);
+    return { rows: this.transcripts.read(sessionId, (afterId) => this.messages.rowsAfter(sessionId, afterId)), attachments };
+  }
+
+  /** What the lease's transaction reads for the turn: the tip, whether it has a row, its transcript rows. */
+  private turnStartRows(sessionId: string): TurnStartRows {
     const tip = this.sessions.tipOf(sessionId) || sessionId;
+    this.rememberTip(sessionId, tip);
     const sessionExists = this.sessions.get(tip) !== null;
-    const transcript = sessionExists ? this.conversationOf(tip, { repairAlternation: true, includeRowIds: true }) : [];
-    return { sessionId: tip, sessionExists, transcript };
+    return { sessionId: tip, sessionExists, transcript: sessionExists ? this.transcriptRowsOf(tip) : null };
+  }
+
+  /** A compressed conversation's tip as last read, so the next turn's warm-up checks the right transcript. */
+  private rememberTip(sessionId: string, tip: string): void {
+    if (tip === sessionId) {
+      this.tipsRead.delete(sessionId);
+      return;
+    }
+    if (this.tipsRead.size >= MAX_TIPS_READ) this.tipsRead.clear();
+    this.tipsRead.set(sessionId, tip);
   }
 
   async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
@@ -362,6 +381,10 @@ export class SessionDB implements SessionStore {
   async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
     const reading = options.readUnderLease;
+    // A transcript this store does not hold yet is read before the lease's transaction, outside
+    // the write lock, which then reads only the rows added since: a long conversation's first
+    // read no longer holds the lock every other writer (the HTTP thread's acks) waits for.
+    if (reading && !this.transcripts.holds(this.tipsRead.get(reading.sessionId) ?? reading.sessionId)) await this.run(() => this.warmTranscriptRead(reading.sessionId));
     let read: TurnStartRead | null = null;
     const acquired = await waitForLease(
       {
@@ -370,7 +393,8 @@ export class SessionDB implements SessionStore {
         attempt: async (conversationId) => {
           if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report" });
           const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report" });
-          read = step.read;
+          // The rows became messages after the commit: that work holds no lock.
+          if (step.read) read = turnStartReadOf(step.read);
           return step.attempt;
         },
         isContended: isSqliteBusy,
@@ -558,4 +582,30 @@ export class SessionDB implements SessionStore {
     await this.checkpointer?.stop();
     this.db.close();
   }
+}
+
+/** A transcript's stored rows and their images, as read in one transaction. */
+interface TranscriptRowsRead {
+  rows: StoredMessageTuple[];
+  attachments: Map<number, MessageAttachment[]>;
+}
+
+/** The turn's first read as its transaction returns it: rows, turned into messages after the commit. */
+interface TurnStartRows extends Omit<TurnStartRead, "transcript"> {
+  transcript: TranscriptRowsRead | null;
+}
+
+function transcriptOf({ rows, attachments }: TranscriptRowsRead, options: ConversationReadOptions): ConversationMessage[] {
+  const includeRowIds = options.includeRowIds === true;
+  const transcript = rows.map((row) => {
+    const message = toConversationMessage(row, includeRowIds);
+    const held = attachments.get(row[0]);
+    if (held) message.attachments = held;
+    return message;
+  });
+  return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+}
+
+function turnStartReadOf(read: TurnStartRows): TurnStartRead {
+  return { ...read, transcript: read.transcript ? transcriptOf(read.transcript, { repairAlternation: true, includeRowIds: true }) : [] };
 }

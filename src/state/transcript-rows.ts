@@ -64,6 +64,11 @@ export class TranscriptRows {
     this.held = 0;
   }
 
+  /** Whether the session's rows are held (a read would ask only for rows added since). */
+  holds(sessionId: string): boolean {
+    return this.sessions.has(sessionId);
+  }
+
   get heldRows(): number {
     return this.held;
   }

@@ -1,4 +1,5 @@
 import { readlinkSync } from "node:fs";
+import Database, { type Statement } from "better-sqlite3";
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
@@ -241,6 +242,9 @@ describe.each(storeBackends)("lease on $name", (backend) => {
           { role: "user", content: "hello", platform_message_id: "p1" },
           { role: "assistant", content: "hi" },
         ]);
+        // A turn ran here before: the store holds the conversation's tip and transcript.
+        expect(await db.acquireSessionTurnLease("root", "W", { readUnderLease: { sessionId: "root", onRead: () => undefined } })).toBe(true);
+        await db.releaseSessionTurnLease("root", "W");
         const reads: unknown[] = [];
         transactions.reset();
         expect(await db.acquireSessionTurnLease("root", "A", { readUnderLease: { sessionId: "root", onRead: (read) => reads.push(read) } })).toBe(true);
@@ -262,11 +266,41 @@ describe.each(storeBackends)("lease on $name", (backend) => {
       }
     });
 
+    it.runIf(backend.name === "sqlite")(
+      "readUnderLease on SQLite: a transcript the store does not hold is read before the lease's transaction, which then reads only rows added since",
+      async () => {
+        const writer = await store.open();
+        await writer.createSession("long", { source: "t" });
+        await writer.appendMessagesBatch("long", Array.from({ length: 300 }, (_, i) => ({ role: i % 2 === 0 ? ("user" as const) : ("assistant" as const), content: `m${i}` })));
+        const reads = recordTranscriptReads("long");
+        try {
+          const db = await store.open();
+          let transcript: Array<{ content: string | null }> = [];
+          expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
+          expect(transcript.map((m) => m.content)).toEqual(Array.from({ length: 300 }, (_, i) => `m${i}`));
+          // Every row came from a read before the lease's transaction; the read under the lease found none new.
+          expect(reads.rows).toEqual([{ underLease: false, rows: 300 }, { underLease: true, rows: 0 }]);
+          await db.releaseSessionTurnLease("long", "A");
+
+          // Rows written meanwhile (by another connection) are read under the lease, after the ones held.
+          await writer.appendMessage("long", { role: "user", content: "new" });
+          reads.rows.length = 0;
+          expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
+          expect(transcript.at(-1)?.content).toBe("new");
+          expect(reads.rows).toEqual([{ underLease: true, rows: 1 }]);
+        } finally {
+          reads.stop();
+        }
+      },
+    );
+
     it("readUnderLease with pendingInboxLimit: the head of the conversation's pending inbox is read in the same transaction", async () => {
       const transactions = countTransactions();
       try {
         const db = await store.open();
         await db.createSession("conv", { source: "t" });
+        await db.appendMessage("conv", { role: "user", content: "m0" });
+        await db.getMessagesAsConversation("conv");
         const rows = [];
         for (const id of ["m1", "m2", "m3"]) rows.push((await db.recordInbound({ platform: "t", platformMessageId: id, sessionId: "conv", payload: { text: id } })).row);
         await db.completeInbox([rows[0].id], "done", "ok");
@@ -445,3 +479,25 @@ describe("the waiting loop's notices (SQLite, fake timers)", () => {
     expect(elapsed).toEqual([0, 15, 30]);
   });
 });
+
+/**
+ * Records each read of a session's transcript rows (better-sqlite3): the rows it returned, and
+ * whether it ran under the lease, i.e. in a transaction that already holds the conversation's
+ * lease row (the lease's own transaction; a read outside it cannot see an uncommitted one).
+ */
+function recordTranscriptReads(conversationId: string): { rows: Array<{ underLease: boolean; rows: number }>; stop: () => void } {
+  const probe = new Database(":memory:");
+  const proto = Object.getPrototypeOf(probe.prepare("SELECT 1")) as { all: (this: Statement, ...args: unknown[]) => unknown[] };
+  probe.close();
+  const original = proto.all;
+  const rows: Array<{ underLease: boolean; rows: number }> = [];
+  proto.all = function (this: Statement, ...args: unknown[]) {
+    const result = original.apply(this, args);
+    if (/FROM messages WHERE session_id = \? AND id > \?/.test(this.source)) {
+      const lease = this.database.prepare("SELECT 1 FROM session_turn_leases WHERE conversation_id = ?").get(conversationId);
+      rows.push({ underLease: this.database.inTransaction && lease !== undefined, rows: result.length });
+    }
+    return result;
+  };
+  return { rows, stop: () => (proto.all = original) };
+}
