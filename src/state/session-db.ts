@@ -341,11 +341,11 @@ export class SessionDB implements SessionStore {
   }
 
   private conversationOf(sessionId: string, options: ConversationReadOptions): ConversationMessage[] {
-    return transcriptOf(this.transcriptRowsOf(sessionId), options);
+    return transcriptOf(this.transcriptRowsOf(sessionId, true), options);
   }
 
-  private transcriptRowsOf(sessionId: string): TranscriptRowsRead {
-    const attachments = this.attachments.bySessionMessage(sessionId, true);
+  private transcriptRowsOf(sessionId: string, withImageBytes: boolean): TranscriptRowsRead {
+    const attachments = this.attachments.bySessionMessage(sessionId, withImageBytes);
     return { rows: this.transcripts.read(sessionId, (afterId) => this.messages.rowsAfter(sessionId, afterId)), attachments };
   }
 
@@ -354,7 +354,20 @@ export class SessionDB implements SessionStore {
     const tip = this.sessions.tipOf(sessionId) || sessionId;
     this.rememberTip(sessionId, tip);
     const sessionExists = this.sessions.get(tip) !== null;
-    return { sessionId: tip, sessionExists, transcript: sessionExists ? this.transcriptRowsOf(tip) : null };
+    // The images' bytes are read after the commit (withImageBytes): under the lock, only which ones.
+    return { sessionId: tip, sessionExists, transcript: sessionExists ? this.transcriptRowsOf(tip, false) : null };
+  }
+
+  /**
+   * The bytes of the images the lease's transaction listed, read outside the write lock. They
+   * cannot have changed: a message's images are stored with it, and the lease now held keeps
+   * every other writer off this conversation's messages.
+   */
+  private async withImageBytes(read: TurnStartRows): Promise<TurnStartRows> {
+    const transcript = read.transcript;
+    if (!transcript || transcript.attachments.size === 0) return read;
+    const attachments = await this.run(() => this.attachments.bySessionMessage(read.sessionId, true));
+    return { ...read, transcript: { ...transcript, attachments } };
   }
 
   /** A compressed conversation's tip as last read, so the next turn's warm-up checks the right transcript. */
@@ -394,7 +407,7 @@ export class SessionDB implements SessionStore {
           if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report" });
           const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report" });
           // The rows became messages after the commit: that work holds no lock.
-          if (step.read) read = turnStartReadOf(step.read);
+          if (step.read) read = turnStartReadOf(await this.withImageBytes(step.read));
           return step.attempt;
         },
         isContended: isSqliteBusy,

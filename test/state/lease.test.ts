@@ -272,14 +272,17 @@ describe.each(storeBackends)("lease on $name", (backend) => {
         const writer = await store.open();
         await writer.createSession("long", { source: "t" });
         await writer.appendMessagesBatch("long", Array.from({ length: 300 }, (_, i) => ({ role: i % 2 === 0 ? ("user" as const) : ("assistant" as const), content: `m${i}` })));
-        const reads = recordTranscriptReads("long");
+        const reads = recordReads("long", { rows: TRANSCRIPT_ROWS });
         try {
           const db = await store.open();
           let transcript: Array<{ content: string | null }> = [];
           expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
           expect(transcript.map((m) => m.content)).toEqual(Array.from({ length: 300 }, (_, i) => `m${i}`));
           // Every row came from a read before the lease's transaction; the read under the lease found none new.
-          expect(reads.rows).toEqual([{ underLease: false, rows: 300 }, { underLease: true, rows: 0 }]);
+          expect(reads.rows).toEqual([
+            { read: "rows", underLease: false, rows: 300 },
+            { read: "rows", underLease: true, rows: 0 },
+          ]);
           await db.releaseSessionTurnLease("long", "A");
 
           // Rows written meanwhile (by another connection) are read under the lease, after the ones held.
@@ -287,12 +290,43 @@ describe.each(storeBackends)("lease on $name", (backend) => {
           reads.rows.length = 0;
           expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
           expect(transcript.at(-1)?.content).toBe("new");
-          expect(reads.rows).toEqual([{ underLease: true, rows: 1 }]);
+          expect(reads.rows).toEqual([{ read: "rows", underLease: true, rows: 1 }]);
         } finally {
           reads.stop();
         }
       },
     );
+
+    it.runIf(backend.name === "sqlite")("readUnderLease on SQLite: under the lease only which images the transcript holds; their bytes after the commit", async () => {
+      const db = await store.open();
+      await db.createSession("pics", { source: "t" });
+      const png = new Uint8Array([137, 80, 78, 71, 1, 2, 3]);
+      await db.appendMessagesBatch("pics", [
+        { role: "user", content: "look", attachments: [{ content_type: "image/png", name: "a.png", size_bytes: png.byteLength, data: png }] },
+        { role: "assistant", content: "a picture" },
+      ]);
+      await db.getMessagesAsConversation("pics");
+      const reads = recordReads("pics", { list: /SELECT id, message_id, content_type, size_bytes, name FROM attachments/, bytes: /SELECT id, message_id, content_type, size_bytes, name, data FROM attachments/ });
+      try {
+        let transcript: Array<{ content: string | null; attachments?: Array<{ name?: string | null; data?: Uint8Array }> }> = [];
+        expect(await db.acquireSessionTurnLease("pics", "A", { readUnderLease: { sessionId: "pics", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
+        expect(transcript[0].attachments?.map((a) => [a.name, [...(a.data ?? [])]])).toEqual([["a.png", [...png]]]);
+        expect(reads.rows).toEqual([
+          { read: "list", underLease: true, rows: 1 },
+          { read: "bytes", underLease: false, rows: 1 },
+        ]);
+        await db.releaseSessionTurnLease("pics", "A");
+
+        // A conversation without images reads no bytes at all.
+        await db.createSession("plain", { source: "t" });
+        await db.appendMessage("plain", { role: "user", content: "hi" });
+        reads.rows.length = 0;
+        expect(await db.acquireSessionTurnLease("plain", "A", { readUnderLease: { sessionId: "plain", onRead: () => undefined } })).toBe(true);
+        expect(reads.rows.map((r) => r.read)).toEqual(["list"]);
+      } finally {
+        reads.stop();
+      }
+    });
 
     it("readUnderLease with pendingInboxLimit: the head of the conversation's pending inbox is read in the same transaction", async () => {
       const transactions = countTransactions();
@@ -481,23 +515,27 @@ describe("the waiting loop's notices (SQLite, fake timers)", () => {
 });
 
 /**
- * Records each read of a session's transcript rows (better-sqlite3): the rows it returned, and
- * whether it ran under the lease, i.e. in a transaction that already holds the conversation's
- * lease row (the lease's own transaction; a read outside it cannot see an uncommitted one).
+ * Records the reads (better-sqlite3 `all`) whose SQL matches one of `reads`: which one, the rows
+ * it returned, and whether it ran under the lease, i.e. in a transaction that already holds the
+ * conversation's lease row (the lease's own transaction; a read outside it cannot see an
+ * uncommitted one).
  */
-function recordTranscriptReads(conversationId: string): { rows: Array<{ underLease: boolean; rows: number }>; stop: () => void } {
+function recordReads(conversationId: string, reads: Record<string, RegExp>): { rows: Array<{ read: string; underLease: boolean; rows: number }>; stop: () => void } {
   const probe = new Database(":memory:");
   const proto = Object.getPrototypeOf(probe.prepare("SELECT 1")) as { all: (this: Statement, ...args: unknown[]) => unknown[] };
   probe.close();
   const original = proto.all;
-  const rows: Array<{ underLease: boolean; rows: number }> = [];
+  const rows: Array<{ read: string; underLease: boolean; rows: number }> = [];
   proto.all = function (this: Statement, ...args: unknown[]) {
     const result = original.apply(this, args);
-    if (/FROM messages WHERE session_id = \? AND id > \?/.test(this.source)) {
+    const read = Object.keys(reads).find((name) => reads[name].test(this.source));
+    if (read) {
       const lease = this.database.prepare("SELECT 1 FROM session_turn_leases WHERE conversation_id = ?").get(conversationId);
-      rows.push({ underLease: this.database.inTransaction && lease !== undefined, rows: result.length });
+      rows.push({ read, underLease: this.database.inTransaction && lease !== undefined, rows: result.length });
     }
     return result;
   };
   return { rows, stop: () => (proto.all = original) };
 }
+
+const TRANSCRIPT_ROWS = /FROM messages WHERE session_id = \? AND id > \?/;
