@@ -3,7 +3,7 @@ import Database, { type Statement } from "better-sqlite3";
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
-import { storeBackends, type TestStore } from "../support/store-backends.js";
+import { sqliteBackend, storeBackends, type TestStore } from "../support/store-backends.js";
 import { countTransactions } from "../support/transaction-counter.js";
 import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
 
@@ -266,68 +266,6 @@ describe.each(storeBackends)("lease on $name", (backend) => {
       }
     });
 
-    it.runIf(backend.name === "sqlite")(
-      "readUnderLease on SQLite: a transcript the store does not hold is read before the lease's transaction, which then reads only rows added since",
-      async () => {
-        const writer = await store.open();
-        await writer.createSession("long", { source: "t" });
-        await writer.appendMessagesBatch("long", Array.from({ length: 300 }, (_, i) => ({ role: i % 2 === 0 ? ("user" as const) : ("assistant" as const), content: `m${i}` })));
-        const reads = recordReads("long", { rows: TRANSCRIPT_ROWS });
-        try {
-          const db = await store.open();
-          let transcript: Array<{ content: string | null }> = [];
-          expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
-          expect(transcript.map((m) => m.content)).toEqual(Array.from({ length: 300 }, (_, i) => `m${i}`));
-          // Every row came from a read before the lease's transaction; the read under the lease found none new.
-          expect(reads.rows).toEqual([
-            { read: "rows", underLease: false, rows: 300 },
-            { read: "rows", underLease: true, rows: 0 },
-          ]);
-          await db.releaseSessionTurnLease("long", "A");
-
-          // Rows written meanwhile (by another connection) are read under the lease, after the ones held.
-          await writer.appendMessage("long", { role: "user", content: "new" });
-          reads.rows.length = 0;
-          expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
-          expect(transcript.at(-1)?.content).toBe("new");
-          expect(reads.rows).toEqual([{ read: "rows", underLease: true, rows: 1 }]);
-        } finally {
-          reads.stop();
-        }
-      },
-    );
-
-    it.runIf(backend.name === "sqlite")("readUnderLease on SQLite: under the lease only which images the transcript holds; their bytes after the commit", async () => {
-      const db = await store.open();
-      await db.createSession("pics", { source: "t" });
-      const png = new Uint8Array([137, 80, 78, 71, 1, 2, 3]);
-      await db.appendMessagesBatch("pics", [
-        { role: "user", content: "look", attachments: [{ content_type: "image/png", name: "a.png", size_bytes: png.byteLength, data: png }] },
-        { role: "assistant", content: "a picture" },
-      ]);
-      await db.getMessagesAsConversation("pics");
-      const reads = recordReads("pics", { list: /SELECT id, message_id, content_type, size_bytes, name FROM attachments/, bytes: /SELECT id, message_id, content_type, size_bytes, name, data FROM attachments/ });
-      try {
-        let transcript: Array<{ content: string | null; attachments?: Array<{ name?: string | null; data?: Uint8Array }> }> = [];
-        expect(await db.acquireSessionTurnLease("pics", "A", { readUnderLease: { sessionId: "pics", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
-        expect(transcript[0].attachments?.map((a) => [a.name, [...(a.data ?? [])]])).toEqual([["a.png", [...png]]]);
-        expect(reads.rows).toEqual([
-          { read: "list", underLease: true, rows: 1 },
-          { read: "bytes", underLease: false, rows: 1 },
-        ]);
-        await db.releaseSessionTurnLease("pics", "A");
-
-        // A conversation without images reads no bytes at all.
-        await db.createSession("plain", { source: "t" });
-        await db.appendMessage("plain", { role: "user", content: "hi" });
-        reads.rows.length = 0;
-        expect(await db.acquireSessionTurnLease("plain", "A", { readUnderLease: { sessionId: "plain", onRead: () => undefined } })).toBe(true);
-        expect(reads.rows.map((r) => r.read)).toEqual(["list"]);
-      } finally {
-        reads.stop();
-      }
-    });
-
     it("readUnderLease with pendingInboxLimit: the head of the conversation's pending inbox is read in the same transaction", async () => {
       const transactions = countTransactions();
       try {
@@ -511,6 +449,75 @@ describe("the waiting loop's notices (SQLite, fake timers)", () => {
     expect(await result).toBe(false);
     const elapsed = onWait.mock.calls.map(([seconds]) => Math.round(seconds as number));
     expect(elapsed).toEqual([0, 15, 30]);
+  });
+});
+
+describe("the lease's first read on SQLite (readUnderLease): the write lock held for the lease and the newest rows only", () => {
+  let store: TestStore;
+  beforeEach(() => {
+    store = sqliteBackend.create("lease-read");
+  });
+  afterEach(async () => {
+    await store.cleanup();
+  });
+
+  it("a transcript the store does not hold is read before the lease's transaction, which then reads only rows added since", async () => {
+    const writer = await store.open();
+    await writer.createSession("long", { source: "t" });
+    await writer.appendMessagesBatch("long", Array.from({ length: 300 }, (_, i) => ({ role: i % 2 === 0 ? ("user" as const) : ("assistant" as const), content: `m${i}` })));
+    const reads = recordReads("long", { rows: TRANSCRIPT_ROWS });
+    try {
+      const db = await store.open();
+      let transcript: Array<{ content: string | null }> = [];
+      expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
+      expect(transcript.map((m) => m.content)).toEqual(Array.from({ length: 300 }, (_, i) => `m${i}`));
+      // Every row came from a read before the lease's transaction; the read under the lease found none new.
+      expect(reads.rows).toEqual([
+        { read: "rows", underLease: false, rows: 300 },
+        { read: "rows", underLease: true, rows: 0 },
+      ]);
+      await db.releaseSessionTurnLease("long", "A");
+
+      // Rows written meanwhile (by another connection) are read under the lease, after the ones held.
+      await writer.appendMessage("long", { role: "user", content: "new" });
+      reads.rows.length = 0;
+      expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
+      expect(transcript.at(-1)?.content).toBe("new");
+      expect(reads.rows).toEqual([{ read: "rows", underLease: true, rows: 1 }]);
+    } finally {
+      reads.stop();
+    }
+  });
+
+  it("under the lock only which images the transcript holds; their bytes after the commit", async () => {
+    const db = await store.open();
+    await db.createSession("pics", { source: "t" });
+    const png = new Uint8Array([137, 80, 78, 71, 1, 2, 3]);
+    await db.appendMessagesBatch("pics", [
+      { role: "user", content: "look", attachments: [{ content_type: "image/png", name: "a.png", size_bytes: png.byteLength, data: png }] },
+      { role: "assistant", content: "a picture" },
+    ]);
+    await db.getMessagesAsConversation("pics");
+    const reads = recordReads("pics", { list: /SELECT id, message_id, content_type, size_bytes, name FROM attachments/, bytes: /SELECT id, message_id, content_type, size_bytes, name, data FROM attachments/ });
+    try {
+      let transcript: Array<{ content: string | null; attachments?: Array<{ name?: string | null; data?: Uint8Array }> }> = [];
+      expect(await db.acquireSessionTurnLease("pics", "A", { readUnderLease: { sessionId: "pics", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
+      expect(transcript[0].attachments?.map((a) => [a.name, [...(a.data ?? [])]])).toEqual([["a.png", [...png]]]);
+      expect(reads.rows).toEqual([
+        { read: "list", underLease: true, rows: 1 },
+        { read: "bytes", underLease: false, rows: 1 },
+      ]);
+      await db.releaseSessionTurnLease("pics", "A");
+
+      // A conversation without images reads no bytes at all.
+      await db.createSession("plain", { source: "t" });
+      await db.appendMessage("plain", { role: "user", content: "hi" });
+      reads.rows.length = 0;
+      expect(await db.acquireSessionTurnLease("plain", "A", { readUnderLease: { sessionId: "plain", onRead: () => undefined } })).toBe(true);
+      expect(reads.rows.map((r) => r.read)).toEqual(["list"]);
+    } finally {
+      reads.stop();
+    }
   });
 });
 
