@@ -67,7 +67,7 @@ export interface SessionDBOptions extends StoreOptions {
 }
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
-/** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
+/** Bound on the remembered tips of compressed conversations, and on the ids of transcripts too long to hold (each forgotten all at once past it). */
 const MAX_TIPS_READ = 10_000;
 
 const DEFAULTS = {
@@ -101,6 +101,8 @@ export class SessionDB implements SessionStore {
   private readonly warmTranscriptRead: (sessionId: string) => void;
   /** Compressed conversations' tips as the lease's reads last found them (a hint: the read under the lease decides). */
   private readonly tipsRead = new Map<string, string>();
+  /** Tips whose transcript was too long for the row cache when last read (no warm-up: it would be read twice). */
+  private readonly tooLongToHold = new Set<string>();
   private readonly acquireAndReadTransaction: (
     conversationId: string,
     holder: string,
@@ -187,7 +189,10 @@ export class SessionDB implements SessionStore {
     // A read transaction: it takes no write lock.
     const warmTranscript = this.db.transaction((sessionId: string) => {
       const tip = this.sessions.tipOf(sessionId) || sessionId;
-      if (!this.transcripts.holds(tip)) this.transcripts.read(tip, (afterId) => this.messages.rowsAfter(tip, afterId));
+      if (this.transcripts.holds(tip)) return;
+      const rows = this.transcripts.read(tip, (afterId) => this.messages.rowsAfter(tip, afterId));
+      // Too long to hold: the lease's transaction reads it all anyway, so later turns skip this read.
+      if (rows.length > 0 && !this.transcripts.holds(tip)) this.rememberTooLong(tip);
     });
     this.warmTranscriptRead = (sessionId) => warmTranscript.deferred(sessionId);
 
@@ -370,6 +375,17 @@ export class SessionDB implements SessionStore {
     return { ...read, transcript: { ...transcript, attachments } };
   }
 
+  /** Whether a warm-up read would leave the lease's transaction less to read: the transcript is not held, and not known to be too long to hold. */
+  private worthWarming(sessionId: string): boolean {
+    const tip = this.tipsRead.get(sessionId) ?? sessionId;
+    return !this.transcripts.holds(tip) && !this.tooLongToHold.has(tip);
+  }
+
+  private rememberTooLong(tip: string): void {
+    if (this.tooLongToHold.size >= MAX_TIPS_READ) this.tooLongToHold.clear();
+    this.tooLongToHold.add(tip);
+  }
+
   /** A compressed conversation's tip as last read, so the next turn's warm-up checks the right transcript. */
   private rememberTip(sessionId: string, tip: string): void {
     if (tip === sessionId) {
@@ -397,7 +413,7 @@ export class SessionDB implements SessionStore {
     // A transcript this store does not hold yet is read before the lease's transaction, outside
     // the write lock, which then reads only the rows added since: a long conversation's first
     // read no longer holds the lock every other writer (the HTTP thread's acks) waits for.
-    if (reading && !this.transcripts.holds(this.tipsRead.get(reading.sessionId) ?? reading.sessionId)) await this.run(() => this.warmTranscriptRead(reading.sessionId));
+    if (reading && this.worthWarming(reading.sessionId)) await this.run(() => this.warmTranscriptRead(reading.sessionId));
     let read: TurnStartRead | null = null;
     const acquired = await waitForLease(
       {

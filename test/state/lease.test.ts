@@ -3,6 +3,7 @@ import Database, { type Statement } from "better-sqlite3";
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
+import { DEFAULT_MAX_CACHED_ROWS } from "../../src/state/transcript-rows.js";
 import { sqliteBackend, storeBackends, type TestStore } from "../support/store-backends.js";
 import { countTransactions } from "../support/transaction-counter.js";
 import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
@@ -484,6 +485,30 @@ describe("the lease's first read on SQLite (readUnderLease): the write lock held
       expect(await db.acquireSessionTurnLease("long", "A", { readUnderLease: { sessionId: "long", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
       expect(transcript.at(-1)?.content).toBe("new");
       expect(reads.rows).toEqual([{ read: "rows", underLease: true, rows: 1 }]);
+    } finally {
+      reads.stop();
+    }
+  });
+
+  it("a transcript too long for the store's row cache is read once per turn, under the lease, after the first turn", async () => {
+    const writer = await store.open();
+    await writer.createSession("huge", { source: "t" });
+    const count = DEFAULT_MAX_CACHED_ROWS + 1;
+    for (let from = 0; from < count; from += 5_000) {
+      await writer.appendMessagesBatch("huge", Array.from({ length: Math.min(5_000, count - from) }, (_, i) => ({ role: "user" as const, content: `m${from + i}` })));
+    }
+    const reads = recordReads("huge", { rows: TRANSCRIPT_ROWS });
+    try {
+      const db = await store.open();
+      for (const holder of ["A", "B"]) {
+        expect(await db.acquireSessionTurnLease("huge", holder, { readUnderLease: { sessionId: "huge", onRead: () => undefined } })).toBe(true);
+        await db.releaseSessionTurnLease("huge", holder);
+      }
+      expect(reads.rows).toEqual([
+        { read: "rows", underLease: false, rows: count },
+        { read: "rows", underLease: true, rows: count },
+        { read: "rows", underLease: true, rows: count },
+      ]);
     } finally {
       reads.stop();
     }
