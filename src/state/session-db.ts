@@ -177,7 +177,9 @@ export class SessionDB implements SessionStore {
       return inserts.map((insert) => recordOne(this.withSessionId(insert, now), now));
     });
     this.recordBatchTransaction = (inserts) => recordBatch.immediate(inserts);
-    // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now guards.
+    // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now
+    // guards. A warm-up read before it leaves only the newest transcript rows to read here, and the
+    // rows become messages (with their images' bytes) after the commit.
     const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: { sessionId: string; pendingInboxLimit?: number }) => {
       const attempt = this.leases.tryAcquire(conversationId, holder, ttl, this.clock());
       if (!attempt.acquired) return { attempt, read: null };
