@@ -2,7 +2,9 @@
 // waited for the lease (repairAlternation + includeRowIds, as the agent asks); on SQLite, then on
 // PostgreSQL.
 import type { ConversationMessage, SessionStore } from "../src/state/types.js";
+import type { LeaseReadMessage } from "./children/lease-read.js";
 import { BACKEND_NAMES, openTarget, storeTarget, type Backend } from "./lib/backends.js";
+import { spawnChild } from "./lib/child.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult, Figure, LatencySeries } from "./lib/result.js";
 import { round, summarize } from "./lib/stats.js";
@@ -107,15 +109,36 @@ function reloadFigures(prefix: string, label: string, reloads: Reloads): Figure[
   ];
 }
 
+/** The write lock a turn's lease transaction holds over the same 10,000-message session (bench/children/lease-read.ts). */
+async function measureLeaseReads(ctx: BenchContext): Promise<{ firstTurnMs: number[]; laterTurnMs: number[] }> {
+  const target = await storeTarget(ctx, "sqlite", "reload");
+  const child = spawnChild<never, LeaseReadMessage>("lease-read.ts", [target.location, "big", String(ctx.quick ? 3 : 7)]);
+  try {
+    return await child.next((m): m is Extract<LeaseReadMessage, { type: "done" }> => m.type === "done");
+  } finally {
+    await child.stop();
+  }
+}
+
 export async function reloadBenchmark(ctx: BenchContext): Promise<BenchResult> {
   const sqlite = await measureReloads(ctx, "sqlite");
   const figures = reloadFigures("", "", sqlite);
+  const lease = await measureLeaseReads(ctx);
+  const [first, later] = [summarize(lease.firstTurnMs), summarize(lease.laterTurnMs)];
+  figures.push(
+    { key: "lease_read_lock_first_p50_ms", label: "write lock held by a turn's lease transaction, first turn in a process, p50", value: round(first.p50), unit: "ms" },
+    { key: "lease_read_lock_first_max_ms", label: "write lock held by a turn's lease transaction, first turn in a process, max", value: round(first.max), unit: "ms" },
+    { key: "lease_read_lock_later_p50_ms", label: "write lock held by a turn's lease transaction, later turn, p50", value: round(later.p50), unit: "ms" },
+    { key: "lease_read_lock_later_max_ms", label: "write lock held by a turn's lease transaction, later turn, max", value: round(later.max), unit: "ms" },
+  );
   const series: LatencySeries[] = [{ name: "reload of 10,000 messages (SQLite)", samplesMs: [sqlite.coldMs, ...sqlite.samples], targetMs: 50 }];
   const notes = [
     `${MESSAGES} rows (user, tool call, tool result, answer; JSON metadata) among ${OTHER_SESSIONS * OTHER_MESSAGES} rows of other sessions; repairAlternation and includeRowIds on. ` +
       "The same data in a fresh SQLite file, then in a fresh PostgreSQL schema (the first read on a newly opened store: a new file handle, or a new connection pool; the reading code already ran on the writer's connection, as it has in a running gateway).",
     "On SQLite a connection remembers the transcript rows it has read (messages are append-only): the first read reads all 10,000 rows, a later one only the rows added since, " +
       "as a turn's reload does in a running gateway. On PostgreSQL, where a lower id can commit after a higher one, the same read also counts the rows up to the last one held and reads them all again when a row is missing.",
+    `Lease transaction (SQLite, the same session, ${lease.firstTurnMs.length} rounds in a separate process): BEGIN IMMEDIATE ... COMMIT of a turn's lease with its first reads, on a newly opened store and again on the same store; ` +
+      "a transcript the store does not hold is read before it, outside the write lock, and the rows become messages after the commit.",
   ];
   try {
     const pg = await measureReloads(ctx, "pg");
