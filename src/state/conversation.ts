@@ -1,6 +1,6 @@
 // Turns stored message rows into the model-ready transcript, and the optional repair pass.
 import { fromJson } from "./json-columns.js";
-import type { ConversationMessage, MessageRow, Role, ToolCall } from "./types.js";
+import type { ConversationMessage, ConversationReadOptions, MessageAttachment, MessageRow, Role, ToolCall } from "./types.js";
 
 /**
  * A messages row as SQLite returns it in raw (array) mode, JSON columns still text. Raw mode skips
@@ -67,6 +67,18 @@ export function toConversationMessage(row: StoredMessageTuple, includeRowId: boo
   if (finishReason !== null) message.finish_reason = finishReason;
   if (includeRowId) message._row_id = id;
   return message;
+}
+
+/** A transcript's stored rows as the model-ready messages both stores return, each with its images (by message row id). */
+export function transcriptFromRows(rows: readonly StoredMessageTuple[], attachments: ReadonlyMap<number, MessageAttachment[]>, options: ConversationReadOptions): ConversationMessage[] {
+  const includeRowIds = options.includeRowIds === true;
+  const transcript = rows.map((row) => {
+    const message = toConversationMessage(row, includeRowIds);
+    const held = attachments.get(row[0]);
+    if (held) message.attachments = held;
+    return message;
+  });
+  return options.repairAlternation ? repairToolPairing(transcript) : transcript;
 }
 
 function hasText(content: string | null | undefined): boolean {

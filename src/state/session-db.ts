@@ -5,7 +5,7 @@
 import type { Database } from "better-sqlite3";
 import { AttachmentSql } from "./attachments.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
-import { repairToolPairing, toConversationMessage, toMessageRow, type StoredMessageTuple } from "./conversation.js";
+import { toMessageRow, transcriptFromRows, type StoredMessageTuple } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
 import { thisHost } from "./holder.js";
@@ -348,7 +348,8 @@ export class SessionDB implements SessionStore {
   }
 
   private conversationOf(sessionId: string, options: ConversationReadOptions): ConversationMessage[] {
-    return transcriptOf(this.transcriptRowsOf(sessionId, true), options);
+    const { rows, attachments } = this.transcriptRowsOf(sessionId, true);
+    return transcriptFromRows(rows, attachments, options);
   }
 
   private transcriptRowsOf(sessionId: string, withImageBytes: boolean): TranscriptRowsRead {
@@ -626,17 +627,6 @@ interface TurnStartRows extends Omit<TurnStartRead, "transcript"> {
   transcript: TranscriptRowsRead | null;
 }
 
-function transcriptOf({ rows, attachments }: TranscriptRowsRead, options: ConversationReadOptions): ConversationMessage[] {
-  const includeRowIds = options.includeRowIds === true;
-  const transcript = rows.map((row) => {
-    const message = toConversationMessage(row, includeRowIds);
-    const held = attachments.get(row[0]);
-    if (held) message.attachments = held;
-    return message;
-  });
-  return options.repairAlternation ? repairToolPairing(transcript) : transcript;
-}
-
 function turnStartReadOf(read: TurnStartRows): TurnStartRead {
-  return { ...read, transcript: read.transcript ? transcriptOf(read.transcript, { repairAlternation: true, includeRowIds: true }) : [] };
+  return { ...read, transcript: read.transcript ? transcriptFromRows(read.transcript.rows, read.transcript.attachments, { repairAlternation: true, includeRowIds: true }) : [] };
 }

@@ -3,7 +3,7 @@
 // inbox's permanent uniqueness, the compression lineage, the deliveries ledger. Lease and fence
 // SQL lives in lease.ts; the waiting loop and the in-process wake-ups are shared with SQLite.
 import type pg from "pg";
-import { repairToolPairing, toConversationMessage, toMessageRow } from "../conversation.js";
+import { toMessageRow, transcriptFromRows } from "../conversation.js";
 import { SessionDBClosedError, UnknownSessionError } from "../errors.js";
 import { thisHost } from "../holder.js";
 import { waitForLease } from "../lease-admission.js";
@@ -282,20 +282,12 @@ export class PostgresStore implements SessionStore {
   }
 
   private async conversationOf(db: Queryable, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
-    const includeRowIds = options.includeRowIds === true;
     const rows = await this.transcripts.readChecked(
       sessionId,
       (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(db, sessionId, afterId, heldCount),
       () => this.messages.rows(db, sessionId),
     );
-    const attachments = await this.attachments.bySessionMessage(db, sessionId, true);
-    const transcript = rows.map((row) => {
-      const message = toConversationMessage(row, includeRowIds);
-      const held = attachments.get(row[0]);
-      if (held) message.attachments = held;
-      return message;
-    });
-    return options.repairAlternation ? repairToolPairing(transcript) : transcript;
+    return transcriptFromRows(rows, await this.attachments.bySessionMessage(db, sessionId, true), options);
   }
 
   private async turnStartRead(db: Queryable, sessionId: string): Promise<TurnStartRead> {
