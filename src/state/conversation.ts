@@ -69,14 +69,33 @@ export function toConversationMessage(row: StoredMessageTuple, includeRowId: boo
   return message;
 }
 
+/**
+ * The message built from a stored row, kept as long as the row is: a store's transcript cache
+ * (transcript-rows.ts) hands out the same row objects turn after turn, and a turn reads its whole
+ * transcript, so building every message again was most of what a turn allocated once a
+ * conversation held a few hundred messages. The messages are frozen, since every reader of that
+ * transcript shares them: whoever needs a changed one copies it.
+ */
+const builtMessages = { withRowId: new WeakMap<StoredMessageTuple, ConversationMessage>(), plain: new WeakMap<StoredMessageTuple, ConversationMessage>() };
+
+function sharedMessageOf(row: StoredMessageTuple, includeRowId: boolean): ConversationMessage {
+  const built = includeRowId ? builtMessages.withRowId : builtMessages.plain;
+  let message = built.get(row);
+  if (message === undefined) {
+    message = Object.freeze(toConversationMessage(row, includeRowId));
+    built.set(row, message);
+  }
+  return message;
+}
+
 /** A transcript's stored rows as the model-ready messages both stores return, each with its images (by message row id). */
 export function transcriptFromRows(rows: readonly StoredMessageTuple[], attachments: ReadonlyMap<number, MessageAttachment[]>, options: ConversationReadOptions): ConversationMessage[] {
   const includeRowIds = options.includeRowIds === true;
   const transcript = rows.map((row) => {
-    const message = toConversationMessage(row, includeRowIds);
+    const message = sharedMessageOf(row, includeRowIds);
+    // A read's images (their bytes among them) belong to that read alone.
     const held = attachments.get(row[0]);
-    if (held) message.attachments = held;
-    return message;
+    return held ? Object.freeze({ ...message, attachments: held }) : message;
   });
   return options.repairAlternation ? repairToolPairing(transcript) : transcript;
 }

@@ -293,6 +293,32 @@ describe.each(storeBackends)("sessions and messages on $name", (backend) => {
       expect(withIds.map((m) => m._row_id)).toEqual([userId, assistantId]);
     });
 
+    it("a transcript read again hands out the frozen message objects it built for the rows it holds, a new one for each new row", async () => {
+      const db = await store.open();
+      await db.createSession("s", { source: "t" });
+      await db.appendMessagesBatch("s", [
+        { role: "user", content: "one", display_metadata: { chat: "c" } },
+        { role: "assistant", content: "two" },
+      ]);
+      const first = await db.getMessagesAsConversation("s", { includeRowIds: true });
+      await db.appendMessage("s", { role: "user", content: "three" });
+      const second = await db.getMessagesAsConversation("s", { includeRowIds: true });
+      expect(second.map((m) => m.content)).toEqual(["one", "two", "three"]);
+      expect(second[0]).toBe(first[0]);
+      expect(second[1]).toBe(first[1]);
+      expect(second.every((m) => Object.isFrozen(m))).toBe(true);
+      // Shared by every reader of the transcript: a change is refused, not seen by the next turn.
+      expect(() => {
+        (second[0] as { content: string | null }).content = "changed";
+      }).toThrow(TypeError);
+      expect((await db.getMessagesAsConversation("s", { includeRowIds: true }))[0].content).toBe("one");
+      // Without row ids the messages are others (they lack _row_id), shared the same way.
+      const plain = await db.getMessagesAsConversation("s");
+      expect(plain[0]).not.toBe(second[0]);
+      expect(plain[0]._row_id).toBeUndefined();
+      expect((await db.getMessagesAsConversation("s"))[0]).toBe(plain[0]);
+    });
+
     describe("repairAlternation", () => {
       async function transcript(messages: ConversationMessage[]): Promise<ConversationMessage[]> {
         const db = await store.open();
