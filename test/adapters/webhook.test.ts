@@ -24,15 +24,23 @@ interface Received {
   body: Buffer;
 }
 
+/** The receiver's next answers; `silent`: it reads the request and never answers. */
+interface ScriptedAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  silent?: boolean;
+}
+
 /** A callback receiver that records requests and answers with a scripted status. */
-async function startReceiver(): Promise<{ url: string; received: Received[]; answer: { status: number; headers?: Record<string, string> }; close(): Promise<void> }> {
+async function startReceiver(): Promise<{ url: string; received: Received[]; answer: ScriptedAnswer; close(): Promise<void> }> {
   const received: Received[] = [];
-  const answer: { status: number; headers?: Record<string, string> } = { status: 200 };
+  const answer: ScriptedAnswer = { status: 200 };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       received.push({ headers: req.headers, body: Buffer.concat(chunks) });
+      if (answer.silent) return;
       res.writeHead(answer.status, answer.headers);
       res.end();
     });
@@ -294,6 +302,32 @@ describe("webhook callbacks", () => {
     await expect(
       adapter.send({ deliveryId: 2, sessionId: "s", target: { route: "gone" }, text: "x", possibleDuplicate: false }),
     ).rejects.toBeInstanceOf(PermanentSendError);
+  });
+
+  it("follows no redirect: a 3xx is a retryable failure and its Location is not asked", async () => {
+    const target = await acceptedTarget("std");
+    receiver.answer.status = 307;
+    receiver.answer.headers = { location: `${receiver.url}/elsewhere` };
+    const moved = await adapter.send({ deliveryId: 3, sessionId: "s", target, text: "x", possibleDuplicate: false }).catch((e: unknown) => e);
+    expect(moved).toBeInstanceOf(Error);
+    expect(moved).not.toBeInstanceOf(PermanentSendError);
+    expect((moved as Error).message).toMatch(/answered HTTP 307/);
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it("gives up on a receiver that never answers at the time limit, as a retryable failure", async () => {
+    const quick = createWebhookAdapter(routes, { logger: silentLogger, bodyLimitBytes: 16 * 1024, callbackTimeoutMs: 300 });
+    const target = await acceptedTarget("std");
+    receiver.answer.silent = true;
+    const started = performance.now();
+    const error = await quick.send({ deliveryId: 4, sessionId: "s", target, text: "x", possibleDuplicate: false }).catch((e: unknown) => e);
+    const waited = performance.now() - started;
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(PermanentSendError);
+    expect((error as Error).message).toMatch(/webhook callback for 'std' failed/);
+    expect(waited).toBeGreaterThanOrEqual(250);
+    expect(waited).toBeLessThan(5_000);
+    expect(receiver.received).toHaveLength(1);
   });
 });
 

@@ -3,17 +3,19 @@
 import type { Logger } from "pino";
 import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
 import { DEFAULT_SYNC_TIMEOUT_MS, webhookAnswer, type WebhookAnswerContext } from "./answer.js";
-import { postCallback } from "./callback.js";
+import { createCallbackPost, postCallback } from "./callback.js";
 import { parseWebhookRoutes, type WebhookRoutes } from "./config.js";
 import { webhookRoutes } from "./routes.js";
+
+const DEFAULT_CALLBACK_TIMEOUT_MS = 10_000;
 
 export interface WebhookAdapterDeps {
   logger: Logger;
   bodyLimitBytes: number;
   /** Default wait for a sync route's reply (a route's sync_timeout_ms wins). */
   syncTimeoutMs?: number;
+  /** How long a callback may wait to connect, for its answer's headers, or between its body's parts (default 10 s). */
   callbackTimeoutMs?: number;
-  fetch?: typeof fetch;
   now?: () => number;
 }
 
@@ -21,6 +23,7 @@ export function createWebhookAdapter(routesConfig: WebhookRoutes, deps: WebhookA
   const routes = parseWebhookRoutes(routesConfig);
   const logger = deps.logger.child({ adapter: "webhook" });
   const now = deps.now ?? Date.now;
+  const post = createCallbackPost(deps.callbackTimeoutMs ?? DEFAULT_CALLBACK_TIMEOUT_MS);
   const answerContext: WebhookAnswerContext = { routes, logger, now, syncTimeoutMs: deps.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS };
   return {
     platform: "webhook",
@@ -42,11 +45,7 @@ export function createWebhookAdapter(routesConfig: WebhookRoutes, deps: WebhookA
     },
 
     async send(reply: OutboundReply): Promise<SendResult> {
-      const id = await postCallback(routes, reply, {
-        fetch: deps.fetch ?? fetch,
-        now,
-        timeoutMs: deps.callbackTimeoutMs ?? 10_000,
-      });
+      const id = await postCallback(routes, reply, { post, now });
       return { platformMessageId: id };
     },
   };
