@@ -77,7 +77,7 @@ export async function compactHistory(
   const { compaction: options, store, persist, provider, platform } = turn.settings;
   const parentId = turn.sessionId;
   if (!options || !store || !persist || !parentId) return history;
-  if (transcriptChars([...history, ...pending]) <= options.maxChars) return history;
+  if (transcriptChars(history) + transcriptChars(pending) <= options.maxChars) return history;
   const split = compactionSplit(history, options.keepRecent);
   if (split <= 0) return history;
   // Carried inputs in the history are stored in the parent before its transcript is closed.

@@ -18,11 +18,14 @@ export function unflushedMessages(
   conversationHistory: readonly ConversationMessage[] | null,
 ): ConversationMessage[] {
   const history = conversationHistory ?? [];
-  const historyMembers = new Set(history);
+  // A message with a row id returns early below, so only history messages without one are looked
+  // up: a stored transcript has ids on all of them, and the set stays empty however long it is.
+  const unstoredHistory = new Set<ConversationMessage>();
+  for (const message of history) if (message._row_id === undefined) unstoredHistory.add(message);
   const pending: ConversationMessage[] = [];
   messages.forEach((message, index) => {
     if (stored.has(message) || message._row_id !== undefined) return;
-    const inHistory = index < history.length || historyMembers.has(message);
+    const inHistory = index < history.length || unstoredHistory.has(message);
     if (inHistory && !isCarried(message)) return;
     pending.push(message);
   });
