@@ -70,22 +70,20 @@ export function toConversationMessage(row: StoredMessageTuple, includeRowId: boo
 }
 
 /**
- * The message built from a stored row, kept as long as the row is: a store's transcript cache
- * (transcript-rows.ts) hands out the same row objects turn after turn, and a turn reads its whole
- * transcript, so building every message again was most of what a turn allocated once a
- * conversation held a few hundred messages. The messages are frozen, since every reader of that
- * transcript shares them: whoever needs a changed one copies it.
+ * The message built from a stored row, kept on the row itself for as long as the row lives: a
+ * store's transcript cache (transcript-rows.ts) hands out the same row objects turn after turn,
+ * and a turn reads its whole transcript, so building every message again was most of what a turn
+ * allocated once a conversation held a few hundred messages. (A slot on the row costs less at the
+ * first read than a WeakMap entry.) The messages are frozen, since every reader of that transcript
+ * shares them: whoever needs a changed one copies it.
  */
-const builtMessages = { withRowId: new WeakMap<StoredMessageTuple, ConversationMessage>(), plain: new WeakMap<StoredMessageTuple, ConversationMessage>() };
+const BUILT_WITH_ROW_ID = Symbol("message built with its row id");
+const BUILT_PLAIN = Symbol("message built without its row id");
+type RowWithBuiltMessages = StoredMessageTuple & { [BUILT_WITH_ROW_ID]?: ConversationMessage; [BUILT_PLAIN]?: ConversationMessage };
 
-function sharedMessageOf(row: StoredMessageTuple, includeRowId: boolean): ConversationMessage {
-  const built = includeRowId ? builtMessages.withRowId : builtMessages.plain;
-  let message = built.get(row);
-  if (message === undefined) {
-    message = Object.freeze(toConversationMessage(row, includeRowId));
-    built.set(row, message);
-  }
-  return message;
+function sharedMessageOf(row: RowWithBuiltMessages, includeRowId: boolean): ConversationMessage {
+  const slot = includeRowId ? BUILT_WITH_ROW_ID : BUILT_PLAIN;
+  return (row[slot] ??= Object.freeze(toConversationMessage(row, includeRowId)));
 }
 
 /** A transcript's stored rows as the model-ready messages both stores return, each with its images (by message row id). */
