@@ -8,7 +8,8 @@
 // coarse timers), not an AbortSignal.timeout per call: that costs a timer, an event target and
 // its listeners for every message sent.
 import type { FetchFunction } from "@slack/web-api";
-import { Agent, request, type Dispatcher } from "undici";
+import { request, type Dispatcher } from "undici";
+import { boundedPool } from "../shared/bounded-pool.js";
 
 // The SDK exports the function's type only; its parts are read off it.
 type FetchRequestInit = NonNullable<Parameters<FetchFunction>[1]>;
@@ -59,13 +60,7 @@ function headersOf(received: Record<string, string | string[] | undefined>): Hea
 
 /** A `fetch` for one WebClient, over a keep-alive pool of its own whose timeouts bound every call. */
 export function createSlackFetch(timeoutMs: number = SLACK_CALL_TIMEOUT_MS): FetchFunction {
-  const pool = new Agent({
-    connections: CONNECTIONS_PER_ORIGIN,
-    keepAliveTimeout: 30_000,
-    connect: { timeout: timeoutMs },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
+  const pool = boundedPool(CONNECTIONS_PER_ORIGIN, timeoutMs);
   return async (url: string | URL, init: FetchRequestInit = {}): Promise<FetchResponse> => {
     if (typeof init.body !== "string" && init.body !== undefined) return fetch(url, { ...init, signal: init.signal ?? AbortSignal.timeout(timeoutMs) });
     const href = typeof url === "string" ? url : url.href;

@@ -10,9 +10,10 @@
 // Response around every callback, which under load was the largest part of what a turn allocated
 // on a callback route. The pool's connect, headers and body timeouts bound each call, and no
 // redirect is followed: a 3xx is an answer like any other that is not 2xx.
-import { Agent, request } from "undici";
+import { request } from "undici";
 import { PermanentSendError, RateLimitedError, type OutboundReply } from "../../gateway/types.js";
 import { parseRetryAfter } from "../../agent/providers/retry-after.js";
+import { boundedPool } from "../shared/bounded-pool.js";
 import { optionalString, requiredString } from "../shared/target.js";
 import type { WebhookRoutes } from "./config.js";
 import { signWebhook } from "./signing.js";
@@ -37,13 +38,7 @@ const ANSWER_BODY_LIMIT_BYTES = 64 * 1024;
 
 /** A CallbackPost over a keep-alive pool of its own, each call bounded by `timeoutMs` per phase (connect, headers, body). */
 export function createCallbackPost(timeoutMs: number): CallbackPost {
-  const pool = new Agent({
-    connections: CONNECTIONS_PER_ORIGIN,
-    keepAliveTimeout: 30_000,
-    connect: { timeout: timeoutMs },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
+  const pool = boundedPool(CONNECTIONS_PER_ORIGIN, timeoutMs);
   return async (url, headers, body) => {
     const answer = await request(url, { method: "POST", headers, body, dispatcher: pool });
     // Nothing in the body is used; reading it lets the connection serve the next callback.
