@@ -59,7 +59,8 @@ export interface GatewayOptions {
   /**
    * SQLite: checkpoint the WAL from a thread of its own (default) rather than inside commits. The
    * workers thread of `serve` says no: the main thread's checkpointer already checkpoints the
-   * file, and a checkpoint inside one of the workers' commits holds the workers' loop, not the acks'.
+   * file, so its connection checkpoints neither in a thread nor inside its commits (a checkpoint
+   * there would hold the write lock the acks' inserts wait for).
    */
   backgroundCheckpoints?: boolean;
   /** HTTP only, with this process's workers in a thread of their own: what /health says about them. */
@@ -144,7 +145,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     // SQLite: WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
     const store = await openStore(config, {
       notifier,
-      backgroundCheckpointMs: options.backgroundCheckpoints === false ? undefined : WAL_CHECKPOINT_INTERVAL_MS,
+      ...(options.backgroundCheckpoints === false ? { checkpointedElsewhere: true } : { backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS }),
       onModeTightened: tightened,
     });
     cleanups.push(() => store.close());

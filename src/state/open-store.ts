@@ -21,6 +21,8 @@ export interface StoreConfig {
 export interface OpenStoreOptions extends StoreOptions {
   /** SQLite only: checkpoint the WAL from a worker thread every this many ms (see wal-checkpointer.ts). */
   backgroundCheckpointMs?: number;
+  /** SQLite only: another thread of this process checkpoints the file (SessionDBOptions). */
+  checkpointedElsewhere?: boolean;
   /** SQLite only: told when the database files' permissions were tightened. */
   onModeTightened?: OnTightened;
 }
@@ -33,7 +35,7 @@ export function isPostgresUrl(url: string): boolean {
 export async function openStore(config: StoreConfig, options: OpenStoreOptions = {}): Promise<SessionStore> {
   if (config.databaseUrl) {
     if (!isPostgresUrl(config.databaseUrl)) throw new RangeError("DATABASE_URL: must be a postgres:// or postgresql:// URL");
-    const { backgroundCheckpointMs: _checkpoints, onModeTightened: _fileModes, ...common } = options;
+    const { backgroundCheckpointMs: _checkpoints, checkpointedElsewhere: _elsewhere, onModeTightened: _fileModes, ...common } = options;
     const { PostgresStore } = await import("./postgres/postgres-store.js");
     return PostgresStore.open({ ...common, connectionString: config.databaseUrl, schema: config.databaseSchema, maxConnections: config.databasePoolSize });
   }

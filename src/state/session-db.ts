@@ -18,7 +18,7 @@ import { openDatabase } from "./open-database.js";
 import type { OnTightened } from "./private-files.js";
 import { SessionSql } from "./sessions.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
-import { WalCheckpointer } from "./wal-checkpointer.js";
+import { DEFAULT_RESTART_AFTER_FRAMES, WalCheckpointer } from "./wal-checkpointer.js";
 import { TranscriptRows } from "./transcript-rows.js";
 import { WriteBatches, type WriteOptions } from "./write-batches.js";
 import { WriteGate } from "./write-gate.js";
@@ -62,11 +62,19 @@ export interface SessionDBOptions extends StoreOptions {
   backgroundCheckpointMs?: number;
   /** With background checkpoints: rewind the WAL once it holds more frames than this (default 4096). */
   walRestartFrames?: number;
+  /**
+   * Another connection of this process checkpoints the file in the background (serve's workers
+   * thread: the main thread's checkpointer). This one then keeps checkpoints out of its commits as
+   * well, up to a WAL far longer than that checkpointer lets it grow: a bound should it stop.
+   */
+  checkpointedElsewhere?: boolean;
   /** The database or its -wal/-shm file had a mode wider than 0600 and was tightened. */
   onModeTightened?: OnTightened;
 }
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
+/** Checkpointed elsewhere: this connection checkpoints only once the WAL is this many times the rewind bound. */
+const ELSEWHERE_AUTOCHECKPOINT_FACTOR = 4;
 /** Bound on the remembered tips of compressed conversations, and on the ids of transcripts too long to hold (each forgotten all at once past it). */
 const MAX_TIPS_READ = 10_000;
 
@@ -130,6 +138,11 @@ export class SessionDB implements SessionStore {
     this.clock = options.now ?? (() => Date.now() / 1000);
     if (options.backgroundCheckpointMs && !opened.inMemory) {
       this.checkpointer = this.checkpointInBackground(path, options.backgroundCheckpointMs, options.walRestartFrames);
+    } else if (options.checkpointedElsewhere && !opened.inMemory) {
+      // SQLite's default (1,000 frames) sits below where the other thread rewinds the log, so
+      // nearly every commit here would run a checkpoint of its own, holding the write lock the
+      // other thread's writers wait for.
+      this.db.pragma(`wal_autocheckpoint = ${ELSEWHERE_AUTOCHECKPOINT_FACTOR * (options.walRestartFrames ?? DEFAULT_RESTART_AFTER_FRAMES)}`);
     }
 
     this.writes = new WriteBatches(this.db, (step) => this.holdingGate(step), this.busyRetryDeadlineMs);

@@ -24,7 +24,7 @@ interface ThreadData {
 }
 
 
-const DEFAULT_RESTART_AFTER_FRAMES = 4096;
+export const DEFAULT_RESTART_AFTER_FRAMES = 4096;
 
 // Plain CommonJS, evaluated in the thread: no loader or build step is needed to start it.
 const THREAD_SOURCE = `

@@ -46,6 +46,40 @@ describe("background WAL checkpoints", () => {
     expect(await reopened.getMessages("s-1")).toHaveLength(2_000);
   });
 
+  it("a connection told another thread checkpoints keeps checkpoints out of its commits too, up to its bound", async () => {
+    // SQLite's own: a checkpoint inside the commit that takes the WAL past 1,000 frames.
+    const own = store.open();
+    const before = fileSize(store.path);
+    await writeTranscript(own, "s-own");
+    expect(fileSize(store.path)).toBeGreaterThan(before + 1_000_000);
+    await own.close();
+
+    const other = tempStore("sb-wal-elsewhere");
+    try {
+      const elsewhere = other.open({ checkpointedElsewhere: true });
+      const empty = fileSize(other.path);
+      await writeTranscript(elsewhere, "s-elsewhere");
+      expect(fileSize(`${other.path}-wal`)).toBeGreaterThan(4_000_000);
+      expect(fileSize(other.path)).toBe(empty);
+      expect(await elsewhere.getMessages("s-elsewhere")).toHaveLength(2_000);
+      await elsewhere.close();
+    } finally {
+      await other.cleanup();
+    }
+
+    // The bound: four times the rewind point (here 100 frames), should the other thread stop.
+    const bounded = tempStore("sb-wal-bounded");
+    try {
+      const db = bounded.open({ checkpointedElsewhere: true, walRestartFrames: 100 });
+      const empty = fileSize(bounded.path);
+      await writeTranscript(db, "s-bounded");
+      expect(fileSize(bounded.path)).toBeGreaterThan(empty + 1_000_000);
+      await db.close();
+    } finally {
+      await bounded.cleanup();
+    }
+  });
+
   it("checkpoints on its interval while the store stays open", async () => {
     const db = store.open({ backgroundCheckpointMs: 20 });
     await writeTranscript(db, "s-2");
