@@ -61,13 +61,15 @@ const NOT_STARTED = new Set(["waiting", "delayed", "prioritized", "waiting-child
  * case: the message arrived after the lease was released), else a handed-on one (handOnJobId).
  * False when Redis is down or slow (the reconciler then finds the row).
  */
-export async function addHandOnWakeUp(queues: Pick<GatewayQueues, "turns" | "connection">, conversationId: string, inboxId: number): Promise<boolean> {
+export async function addHandOnWakeUp(queues: Pick<GatewayQueues, "turns" | "connection">, conversationId: string, inboxId: number, platform?: string): Promise<boolean> {
   if (queues.connection.status !== "ready") return false;
   try {
     // A state read costs a few Redis commands; another job's whole life costs about thirty.
     const ownJob = await withTimeout(queues.turns.getJobState(turnJobId(inboxId)), WAKE_UP_TIMEOUT_MS, "read a wake-up's state");
     if (NOT_STARTED.has(ownJob)) return true;
-    await withTimeout(queues.turns.add("turn", { conversationId, inboxId }, { jobId: handOnJobId(inboxId) }), WAKE_UP_TIMEOUT_MS, "hand on a wake-up");
+    // With the row's platform the next turn goes straight for the lease, without reading the row first.
+    const data: TurnJobData = { conversationId, inboxId, ...(platform ? { platform } : {}) };
+    await withTimeout(queues.turns.add("turn", data, { jobId: handOnJobId(inboxId) }), WAKE_UP_TIMEOUT_MS, "hand on a wake-up");
     return true;
   } catch {
     return false;

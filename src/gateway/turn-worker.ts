@@ -41,7 +41,7 @@ export interface TurnWorkerDeps {
    * may still be active: that add would be a no-op); false when Redis refused it. Used when wake-ups
    * come from BullMQ only; with in-process wake-ups a turn hands on in memory.
    */
-  wakeAgain: (conversationId: string, inboxId: number) => Promise<boolean>;
+  wakeAgain: (conversationId: string, inboxId: number, platform: string) => Promise<boolean>;
   /**
    * Take wake-ups in memory (local-wake-ups.ts) from this process's ingress, besides BullMQ's: a
    * wake-up that failed (a turn to retry) goes to `retryLater`, which enqueues it with a delay.
@@ -184,7 +184,7 @@ export class TurnWorkers {
    */
   private async wake(wakeUp: WakeUp): Promise<void> {
     const { conversationId, platform } = wakeUp;
-    // A new row's wake-up names its platform: straight to the lease, whose transaction reads the
+    // A new row's wake-up (and a hand-on) names its platform: straight to the lease, whose transaction reads the
     // head. Others (and busy mode 'interrupt', which acts on the row first) read the row before.
     const straight = platform !== undefined && busyModeFor(this.deps.config, platform) !== "interrupt";
     let next: Pick<InboxRow, "id" | "platform"> | null = straight ? { id: wakeUp.inboxId, platform } : await this.headToRun(wakeUp);
@@ -224,7 +224,7 @@ export class TurnWorkers {
   /** Hand the conversation's next row on to a later wake-up; false when that could not be arranged. */
   private handOn(conversationId: string, row: Pick<InboxRow, "id" | "platform">): Promise<boolean> {
     if (this.local) return Promise.resolve(this.local.handOn({ conversationId, inboxId: row.id, platform: row.platform }));
-    return this.deps.wakeAgain(conversationId, row.id);
+    return this.deps.wakeAgain(conversationId, row.id, row.platform);
   }
 
   /**

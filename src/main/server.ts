@@ -196,7 +196,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
-        wakeAgain: (conversationId, inboxId) => addHandOnWakeUp(queues, conversationId, inboxId),
+        wakeAgain: (conversationId, inboxId, platform) => addHandOnWakeUp(queues, conversationId, inboxId, platform),
         ...((options.inProcessWakeUps ?? (options.http && config.turnWakeUps === "local"))
           ? {
               inProcess: {

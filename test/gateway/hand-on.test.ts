@@ -53,6 +53,7 @@ describe("a turn hands its session's next message on instead of keeping its slot
 
   it("answers a waiting session's message before the busy session's next one", async () => {
     const { ingress, queues } = gw.gateway;
+    const wakeReads = vi.spyOn(gw.gateway.store, "wakeUpView");
     provider.hold("a1");
     provider.hold("c1");
     const a1 = accepted(await ingress.accept(inbound("busy", "a1")));
@@ -74,6 +75,9 @@ describe("a turn hands its session's next message on instead of keeping its slot
     await ingress.waitForOutcome(a2.inboxId, 10_000);
     // b1 was waiting before a2 was handed on: it goes first (one slot, first in first out).
     expect(provider.began).toEqual(["a1", "c1", "b1", "a2"]);
+    // a2's handed-on job named its platform, so its turn went straight for the lease, as every
+    // new row's does: no wake-up read the row first.
+    expect(wakeReads).not.toHaveBeenCalled();
 
     provider.release("c1");
     await ingress.waitForOutcome(c1.inboxId, 10_000);
