@@ -184,8 +184,9 @@ export class TurnWorkers {
    */
   private async wake(wakeUp: WakeUp): Promise<void> {
     const { conversationId, platform } = wakeUp;
-    // A new row's wake-up (and a hand-on) names its platform: straight to the lease, whose transaction reads the
-    // head. Others (and busy mode 'interrupt', which acts on the row first) read the row before.
+    // A new row's wake-up (and a hand-on) names its platform: straight to the lease, whose
+    // transaction reads the head. Others (and busy mode 'interrupt', which acts on the row first)
+    // read the row before.
     const straight = platform !== undefined && busyModeFor(this.deps.config, platform) !== "interrupt";
     let next: Pick<InboxRow, "id" | "platform"> | null = straight ? { id: wakeUp.inboxId, platform } : await this.headToRun(wakeUp);
     for (let turns = 0; next; turns++) {
