@@ -6,6 +6,7 @@ export interface GatewayMetrics {
   registry: Registry;
   inbound: Counter<"platform" | "result">;
   acceptSeconds: Histogram<"platform">;
+  ackSeconds: Histogram<"route">;
   turns: Counter<"platform" | "outcome">;
   turnSeconds: Histogram<"platform">;
   leaseWaits: Counter;
@@ -30,6 +31,13 @@ export function createMetrics(): GatewayMetrics {
       name: "switchboard_ingress_accept_seconds",
       help: "Time to record and enqueue an accepted message: the durable part of a platform's ack",
       labelNames: ["platform"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    ackSeconds: new Histogram({
+      name: "switchboard_http_ack_seconds",
+      help: "Time from a platform POST's headers (Slack events, a webhook route) to its answer written: the server's part of an ack",
+      labelNames: ["route"],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),

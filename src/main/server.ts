@@ -273,6 +273,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
         logger,
         fallback: app,
+        onAnswered: (route, seconds) => metrics.ackSeconds.observe({ route }, seconds),
       }));
       hub = attachWebSocketHub(server, {
         bus: events,
