@@ -15,7 +15,7 @@ import { httpRequest, keepAliveAgent } from "./lib/http.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSinkProcess, type CallbackSinkProcess } from "./lib/sink.js";
-import { overTenMs, readServerTimes } from "./lib/server-times.js";
+import { overTenMs, readServerTimes, type OverTen } from "./lib/server-times.js";
 import { round, summarize } from "./lib/stats.js";
 import { benchPrefix } from "./lib/redis.js";
 import { measureGateway, shapeFor } from "./throughput.js";
@@ -24,11 +24,6 @@ const RATE_PER_S = 500;
 const CHATS = 50;
 const SECRET = "bench-webhook-secret";
 const ROUTE = "/webhooks/bench";
-
-interface OverTen {
-  over: number;
-  of: number;
-}
 
 interface Run {
   acksMs: number[];

@@ -36,8 +36,14 @@ export async function readServerTimes(gatewayUrl: string, route: string, platfor
   };
 }
 
+/** How many took over 10 ms, of all counted. */
+export interface OverTen {
+  over: number;
+  of: number;
+}
+
 /** Over 10 ms between two readings, of all counted between them. */
-export function overTenMs(before: Times, after: Times): { over: number; of: number } {
+export function overTenMs(before: Times, after: Times): OverTen {
   const of = after.count - before.count;
   return { over: of - (after.within10ms - before.within10ms), of };
 }

@@ -12,7 +12,7 @@ import { GroupCommit, type Settled, type Slot } from "./group-commit.js";
 import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus/types.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { WakeUpSink } from "./local-wake-ups.js";
-import { turnJobId, untilReady, withTimeout, type GatewayQueues, type TurnJobData } from "./queues.js";
+import { turnJobData, turnJobId, untilReady, withTimeout, type GatewayQueues, type TurnJobData } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
 import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
@@ -377,5 +377,5 @@ function outcomeOf(row: { id: number; session_id: string; status: string; reply:
 
 /** A new row's wake-up job: its platform too, so the turn needs no read before it takes the lease. */
 function jobDataOf(row: Pick<InboxRow, "id" | "session_id"> & { platform?: string }): TurnJobData {
-  return { conversationId: row.session_id, inboxId: row.id, ...(row.platform ? { platform: row.platform } : {}) };
+  return turnJobData(row.session_id, row.id, row.platform);
 }

@@ -2,6 +2,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { registerSqliteWaitMetrics } from "./sqlite-wait-metrics.js";
 
+/** Seconds, for the parts of an ack (sub-millisecond to a stalled write). */
+const ACK_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
 export interface GatewayMetrics {
   registry: Registry;
   inbound: Counter<"platform" | "result">;
@@ -31,14 +34,14 @@ export function createMetrics(): GatewayMetrics {
       name: "switchboard_ingress_accept_seconds",
       help: "Time to record and enqueue an accepted message: the durable part of a platform's ack",
       labelNames: ["platform"],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      buckets: ACK_BUCKETS,
       registers: [registry],
     }),
     ackSeconds: new Histogram({
       name: "switchboard_http_ack_seconds",
       help: "Time from a platform POST's headers (Slack events, a webhook route) to its answer written: the server's part of an ack",
       labelNames: ["route"],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      buckets: ACK_BUCKETS,
       registers: [registry],
     }),
     turns: new Counter({ name: "switchboard_turns_total", help: "Agent turns by outcome", labelNames: ["platform", "outcome"], registers: [registry] }),

@@ -17,6 +17,11 @@ export interface TurnJobData {
   platform?: string;
 }
 
+/** A turn job's data; the platform only when it is known. */
+export function turnJobData(conversationId: string, inboxId: number, platform?: string): TurnJobData {
+  return { conversationId, inboxId, ...(platform ? { platform } : {}) };
+}
+
 /** A job queued before the field had its name carries the conversation id as `sessionId`. */
 interface EarlierTurnJobData {
   sessionId: string;
@@ -68,8 +73,7 @@ export async function addHandOnWakeUp(queues: Pick<GatewayQueues, "turns" | "con
     const ownJob = await withTimeout(queues.turns.getJobState(turnJobId(inboxId)), WAKE_UP_TIMEOUT_MS, "read a wake-up's state");
     if (NOT_STARTED.has(ownJob)) return true;
     // With the row's platform the next turn goes straight for the lease, without reading the row first.
-    const data: TurnJobData = { conversationId, inboxId, ...(platform ? { platform } : {}) };
-    await withTimeout(queues.turns.add("turn", data, { jobId: handOnJobId(inboxId) }), WAKE_UP_TIMEOUT_MS, "hand on a wake-up");
+    await withTimeout(queues.turns.add("turn", turnJobData(conversationId, inboxId, platform), { jobId: handOnJobId(inboxId) }), WAKE_UP_TIMEOUT_MS, "hand on a wake-up");
     return true;
   } catch {
     return false;
