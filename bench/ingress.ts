@@ -9,9 +9,9 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { githubSignature } from "../src/adapters/webhook/signing.js";
+import type { WebhookLoadIn, WebhookLoadOut, WebhookLoadPlan, WebhookLoadResult } from "./children/webhook-load.js";
+import { spawnChild } from "./lib/child.js";
 import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateway-process.js";
-import { httpRequest, keepAliveAgent } from "./lib/http.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSinkProcess, type CallbackSinkProcess } from "./lib/sink.js";
@@ -30,6 +30,8 @@ interface Run {
   statuses: Map<number, number>;
   /** How far behind schedule the generator sent, p99 (shows the client kept up). */
   sendLagP99Ms: number;
+  /** The generator's own event-loop delay, p99: a stall there would add to the acks it times. */
+  generatorLoopDelayP99Ms: number;
   /** Seconds after the last ack until every reply reached the callback endpoint, or null. */
   drainedAfterS: number | null;
   sent: number;
@@ -37,47 +39,25 @@ interface Run {
   server: { answers: OverTen; accepts: OverTen } | null;
 }
 
+async function loadInChild(plan: WebhookLoadPlan): Promise<WebhookLoadResult> {
+  const child = spawnChild<WebhookLoadIn, WebhookLoadOut>("webhook-load.ts");
+  try {
+    await child.next((m): m is Extract<WebhookLoadOut, { type: "ready" }> => m.type === "ready", 30_000);
+    child.send({ type: "load", plan });
+    const done = await child.next((m): m is Extract<WebhookLoadOut, { type: "done" }> => m.type === "done", plan.seconds * 1000 + 200_000);
+    return done.result;
+  } finally {
+    await child.stop();
+  }
+}
+
 async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSinkProcess | null, seconds: number, label: string, ratePerS: number): Promise<Run> {
   const total = Math.round(ratePerS * seconds);
-  const agent = keepAliveAgent(256);
-  const run = randomUUID().slice(0, 8);
-  const acksMs: number[] = [];
-  const lags: number[] = [];
-  const statuses = new Map<number, number>();
   const progress = new Progress(label, total, ctx.progress);
   const repliesBefore = (await sink?.received()) ?? 0;
-  const inFlight: Promise<void>[] = [];
-  const send = async (i: number): Promise<void> => {
-    const id = `${run}-${i}`;
-    const body = JSON.stringify({ id, chat_id: `chat-${i % CHATS}`, user_id: "bench", text: `ingress message ${i}` });
-    const started = performance.now();
-    let status: number;
-    try {
-      const res = await httpRequest(`${gateway.url}${ROUTE}`, {
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "x-github-delivery": id, "x-hub-signature-256": githubSignature(SECRET, body) },
-        body,
-      });
-      status = res.status;
-    } catch {
-      status = -1;
-    }
-    acksMs.push(performance.now() - started);
-    statuses.set(status, (statuses.get(status) ?? 0) + 1);
-    progress.tick();
-  };
-  const t0 = performance.now();
-  for (let i = 0; i < total; i++) {
-    const due = t0 + (i * 1000) / ratePerS;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
-    lags.push(Math.max(0, performance.now() - due));
-    inFlight.push(send(i));
-  }
-  await Promise.all(inFlight);
+  const result = await loadInChild({ url: `${gateway.url}${ROUTE}`, secret: SECRET, run: randomUUID().slice(0, 8), ratePerS, seconds, chats: CHATS });
   progress.finish();
-  agent.destroy();
+  const statuses = new Map(result.statuses);
   const drainStart = performance.now();
   const accepted = statuses.get(202) ?? 0;
   const drainLimitMs = ctx.quick ? 20_000 : 60_000;
@@ -89,7 +69,15 @@ async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSi
     }
     await sleep(100);
   }
-  return { acksMs, statuses, sendLagP99Ms: summarize(lags).p99, drainedAfterS, sent: total, server: null };
+  return {
+    acksMs: result.acksMs,
+    statuses,
+    sendLagP99Ms: summarize(result.sendLagsMs).p99,
+    generatorLoopDelayP99Ms: result.loopDelayP99Ms,
+    drainedAfterS,
+    sent: total,
+    server: null,
+  };
 }
 
 function configFile(dir: string, callbackUrl: string): string {
@@ -154,7 +142,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
     `acks over 10 ms: ${slowAcks(run)} of ${run.acksMs.length} at the client` +
     (run.server ? `, ${run.server.answers.over} of ${run.server.answers.of} at the server, ${run.server.accepts.over} of ${run.server.accepts.of} in its durable step (record + wake-up)` : "");
   const drained = (run: Run): string => (run.drainedAfterS === null ? "not within the wait" : `${run.drainedAfterS.toFixed(1)} s after the last ack`);
-  const describe = (run: Run): string => `statuses ${describeStatuses(run.statuses)}; generator lag p99 ${run.sendLagP99Ms.toFixed(2)} ms; ${overTen(run)}`;
+  const describe = (run: Run): string => `statuses ${describeStatuses(run.statuses)}; generator lag p99 ${run.sendLagP99Ms.toFixed(2)} ms, its event-loop delay p99 ${run.generatorLoopDelayP99Ms.toFixed(2)} ms; ${overTen(run)}`;
   return {
     name: "ingress",
     title: `Ingress: webhook ack latency at a steady ${RATE_PER_S} messages/s`,
