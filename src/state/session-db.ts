@@ -75,7 +75,7 @@ export interface SessionDBOptions extends StoreOptions {
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 /** Checkpointed elsewhere: this connection checkpoints only once the WAL is this many times the rewind bound. */
 const ELSEWHERE_AUTOCHECKPOINT_FACTOR = 4;
-/** Bound on the remembered tips of compressed conversations, and on the ids of transcripts too long to hold (each forgotten all at once past it). */
+/** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
 const MAX_TIPS_READ = 10_000;
 
 const DEFAULTS = {
@@ -109,8 +109,6 @@ export class SessionDB implements SessionStore {
   private readonly warmTranscriptRead: (sessionId: string) => void;
   /** Compressed conversations' tips as the lease's reads last found them (a hint: the read under the lease decides). */
   private readonly tipsRead = new Map<string, string>();
-  /** Tips whose transcript was too long for the row cache when last read (no warm-up: it would be read twice). */
-  private readonly tooLongToHold = new Set<string>();
   private readonly acquireAndReadTransaction: (
     conversationId: string,
     holder: string,
@@ -204,10 +202,7 @@ export class SessionDB implements SessionStore {
     // A read transaction: it takes no write lock.
     const warmTranscript = this.db.transaction((sessionId: string) => {
       const tip = this.sessions.tipOf(sessionId) || sessionId;
-      if (this.transcripts.holds(tip)) return;
-      const rows = this.transcripts.read(tip, (afterId) => this.messages.rowsAfter(tip, afterId));
-      // Too long to hold: the lease's transaction reads it all anyway, so later turns skip this read.
-      if (rows.length > 0 && !this.transcripts.holds(tip)) this.rememberTooLong(tip);
+      if (!this.transcripts.holds(tip)) this.transcripts.warm(tip, (afterId) => this.messages.rowsAfter(tip, afterId));
     });
     this.warmTranscriptRead = (sessionId) => warmTranscript.deferred(sessionId);
 
@@ -391,15 +386,9 @@ export class SessionDB implements SessionStore {
     return { ...read, transcript: { ...transcript, attachments } };
   }
 
-  /** Whether a warm-up read would leave the lease's transaction less to read: the transcript is not held, and not known to be too long to hold. */
+  /** Whether a warm-up read would leave the lease's transaction less to read: the transcript is not held (or too long to hold). */
   private worthWarming(sessionId: string): boolean {
-    const tip = this.tipsRead.get(sessionId) ?? sessionId;
-    return !this.transcripts.holds(tip) && !this.tooLongToHold.has(tip);
-  }
-
-  private rememberTooLong(tip: string): void {
-    if (this.tooLongToHold.size >= MAX_TIPS_READ) this.tooLongToHold.clear();
-    this.tooLongToHold.add(tip);
+    return !this.transcripts.holds(this.tipsRead.get(sessionId) ?? sessionId);
   }
 
   /** A compressed conversation's tip as last read, so the next turn's warm-up checks the right transcript. */

@@ -5,23 +5,47 @@
 // up to the last one held and reads everything again when they are not the ones held (readChecked).
 // A turn reloads its whole transcript under the lease; without this, that read grows with every
 // message of the conversation. Bounded by rows held in all; the least recently read sessions go first.
+// A transcript longer than the bound is not held, but a read ahead of the lease (warm) hands its
+// rows to the next read of that session, once, so the read under the lock still asks only for newer rows.
 import type { StoredMessageTuple } from "./conversation.js";
 
 /** Rows held across all sessions; a transcript longer than this alone is not kept. */
 export const DEFAULT_MAX_CACHED_ROWS = 20_000;
+/** Transcripts too long to hold that wait for their next read: each is one turn's read ahead. */
+const MAX_CARRIED = 2;
 
 export class TranscriptRows {
   /** Insertion order is recency: a read moves its session to the end. */
   private readonly sessions = new Map<string, StoredMessageTuple[]>();
   private held = 0;
+  /** Rows of transcripts too long to hold, read ahead of the lease: taken by the session's next read. */
+  private readonly carried = new Map<string, StoredMessageTuple[]>();
 
   constructor(private readonly maxRows: number = DEFAULT_MAX_CACHED_ROWS) {}
 
   /** The session's rows in id order: those held, then `readAfter(lastId)` (0 when none are held). */
   read(sessionId: string, readAfter: (afterId: number) => StoredMessageTuple[]): StoredMessageTuple[] {
-    const known = this.sessions.get(sessionId) ?? [];
+    const known = this.sessions.get(sessionId) ?? this.takeCarried(sessionId) ?? [];
     const added = readAfter(lastIdOf(known));
     return this.remember(sessionId, added.length > 0 ? known.concat(added) : known);
+  }
+
+  /**
+   * read() ahead of the read that counts (SessionDB: before the lease's transaction, outside the
+   * write lock). Rows too long to hold are kept for the session's next read only, which then asks
+   * for the newer rows alone: that one runs under the lock.
+   */
+  warm(sessionId: string, readAfter: (afterId: number) => StoredMessageTuple[]): void {
+    const rows = this.read(sessionId, readAfter);
+    if (rows.length === 0 || this.sessions.has(sessionId)) return;
+    if (this.carried.size >= MAX_CARRIED) this.carried.clear();
+    this.carried.set(sessionId, rows);
+  }
+
+  private takeCarried(sessionId: string): StoredMessageTuple[] | undefined {
+    const rows = this.carried.get(sessionId);
+    this.carried.delete(sessionId);
+    return rows;
   }
 
   /**
@@ -61,6 +85,7 @@ export class TranscriptRows {
   /** Forget everything: a write transaction that read rows was rolled back (its own rows may be gone). */
   clear(): void {
     this.sessions.clear();
+    this.carried.clear();
     this.held = 0;
   }
 

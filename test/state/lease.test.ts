@@ -490,7 +490,7 @@ describe("the lease's first read on SQLite (readUnderLease): the write lock held
     }
   });
 
-  it("a transcript too long for the store's row cache is read once per turn, under the lease, after the first turn", async () => {
+  it("a transcript too long for the store's row cache is read before each lease's transaction, which reads only rows added since", async () => {
     const writer = await store.open();
     await writer.createSession("huge", { source: "t" });
     const count = DEFAULT_MAX_CACHED_ROWS + 1;
@@ -500,14 +500,25 @@ describe("the lease's first read on SQLite (readUnderLease): the write lock held
     const reads = recordReads("huge", { rows: TRANSCRIPT_ROWS });
     try {
       const db = await store.open();
-      for (const holder of ["A", "B"]) {
-        expect(await db.acquireSessionTurnLease("huge", holder, { readUnderLease: { sessionId: "huge", onRead: () => undefined } })).toBe(true);
+      let transcript: Array<{ content: string | null }> = [];
+      const turn = async (holder: string): Promise<void> => {
+        expect(await db.acquireSessionTurnLease("huge", holder, { readUnderLease: { sessionId: "huge", onRead: (read) => (transcript = read.transcript) } })).toBe(true);
         await db.releaseSessionTurnLease("huge", holder);
-      }
+      };
+      await turn("A");
+      expect(transcript).toHaveLength(count);
+      // A row written meanwhile by another connection: read under the lease, after the rows read ahead.
+      await writer.appendMessage("huge", { role: "user", content: "new" });
+      await turn("B");
+      expect(transcript).toHaveLength(count + 1);
+      expect(transcript.at(-1)?.content).toBe("new");
+      expect(transcript[0].content).toBe("m0");
+      // Too long to keep between turns, so each turn reads it all again, but never under the lock.
       expect(reads.rows).toEqual([
         { read: "rows", underLease: false, rows: count },
-        { read: "rows", underLease: true, rows: count },
-        { read: "rows", underLease: true, rows: count },
+        { read: "rows", underLease: true, rows: 0 },
+        { read: "rows", underLease: false, rows: count + 1 },
+        { read: "rows", underLease: true, rows: 0 },
       ]);
     } finally {
       reads.stop();

@@ -51,6 +51,48 @@ describe("TranscriptRows", () => {
     expect(calls).toEqual(["all", "after 3 held 2", "after 4 held 3", "all", "after 4 held 4"]);
   });
 
+  it("warm: a transcript too long to hold is handed to the session's next read alone, which asks only for newer rows", () => {
+    const cache = new TranscriptRows(3);
+    const stored = [row(1), row(2), row(3), row(4)];
+    const asked: string[] = [];
+    const readAfter = (session: string) => (afterId: number) => {
+      asked.push(`${session} after ${afterId}`);
+      return stored.filter((r) => r[0] > afterId);
+    };
+    cache.warm("s", readAfter("s"));
+    expect(cache.holds("s")).toBe(false);
+    stored.push(row(7));
+    expect(cache.read("s", readAfter("s")).map((r) => r[0])).toEqual([1, 2, 3, 4, 7]);
+    // Handed on once: the read after that starts again from the first row.
+    expect(cache.read("s", readAfter("s")).map((r) => r[0])).toEqual([1, 2, 3, 4, 7]);
+    expect(asked).toEqual(["s after 0", "s after 4", "s after 0"]);
+
+    // At most two wait at once; a third drops them, and clear() drops what waits.
+    asked.length = 0;
+    for (const session of ["a", "b", "c"]) cache.warm(session, readAfter(session));
+    cache.read("a", readAfter("a"));
+    cache.read("c", readAfter("c"));
+    cache.warm("d", readAfter("d"));
+    cache.clear();
+    cache.read("d", readAfter("d"));
+    expect(asked).toEqual(["a after 0", "b after 0", "c after 0", "a after 0", "c after 7", "d after 0", "d after 0"]);
+  });
+
+  it("warm: a transcript it can hold is simply held", () => {
+    const cache = new TranscriptRows(10);
+    const asked: number[] = [];
+    cache.warm("s", (afterId) => {
+      asked.push(afterId);
+      return afterId === 0 ? [row(1), row(2)] : [];
+    });
+    expect(cache.holds("s")).toBe(true);
+    cache.read("s", (afterId) => {
+      asked.push(afterId);
+      return [];
+    });
+    expect(asked).toEqual([0, 2]);
+  });
+
   it("keeps at most its bound of rows, dropping the least recently read sessions first", () => {
     const cache = new TranscriptRows(4);
     const rows = (n: number) => () => Array.from({ length: n }, (_, i) => row(i + 1));
