@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { PlainHttpServerOut } from "./children/plain-http-server.js";
 import type { WebhookLoadIn, WebhookLoadOut, WebhookLoadPlan, WebhookLoadResult } from "./children/webhook-load.js";
 import { spawnChild } from "./lib/child.js";
 import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateway-process.js";
@@ -121,6 +122,19 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
   }
 }
 
+/** The same load against a bare node:http server that answers 202 (bench/children/plain-http-server.ts): the machine's floor. */
+async function measurePlainHttp(seconds: number, ratePerS: number): Promise<number[]> {
+  const server = spawnChild<never, PlainHttpServerOut>("plain-http-server.ts");
+  try {
+    const { url } = await server.next((m): m is Extract<PlainHttpServerOut, { type: "ready" }> => m.type === "ready", 30_000);
+    const plan = { url: `${url}${ROUTE}`, secret: SECRET, ratePerS, seconds, chats: CHATS };
+    await loadInChild({ ...plan, run: randomUUID().slice(0, 8), seconds: 1 });
+    return (await loadInChild({ ...plan, run: randomUUID().slice(0, 8) })).acksMs;
+  } finally {
+    await server.stop();
+  }
+}
+
 function describeStatuses(statuses: Map<number, number>): string {
   return [...statuses.entries()].map(([status, n]) => `${status === -1 ? "network error" : status}: ${n}`).join(", ");
 }
@@ -135,6 +149,8 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
   const maxRate = measuredMax ?? (await measureGateway(ctx, shapeFor(ctx))).messagesPerSecond;
   const rate60 = 0.6 * maxRate;
   const at60 = await measure(ctx, "one-process", seconds, rate60);
+  const plainAcksMs = await measurePlainHttp(seconds, rate60);
+  const plainAt60 = summarize(plainAcksMs);
   const [a, b, c, d] = [one, split, bare, at60].map((run) => summarize(run.acksMs));
   const failed = (run: Run): number => run.sent - (run.statuses.get(202) ?? 0);
   const slowAcks = (run: Run): number => run.acksMs.filter((ms) => ms > 10).length;
@@ -153,6 +169,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_60pct_rate", label: "60% of the gateway's maximum rate", value: round(rate60, 0), unit: "msg/s" },
       { key: "ingress_p50_at_60pct_ms", label: "ack p50 at 60% of the maximum rate (one process)", value: round(d.p50), unit: "ms" },
       { key: "ingress_p99_at_60pct_ms", label: "ack p99 at 60% of the maximum rate (one process)", value: round(d.p99), unit: "ms", target: { op: "<=", value: 10 } },
+      { key: "ingress_plain_http_p99_at_60pct_ms", label: "ack p99 of a bare node:http server at the same rate (the machine's floor)", value: round(plainAt60.p99), unit: "ms" },
       { key: "ingress_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (client, send to answer)", value: slowAcks(at60), unit: "" },
       { key: "ingress_server_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (server, headers read to answer written)", value: at60.server?.answers.over ?? -1, unit: "" },
       { key: "ingress_accepts_over_10ms_at_60pct", label: "accepts over 10 ms at 60% (the server's durable step: record + wake-up)", value: at60.server?.accepts.over ?? -1, unit: "" },
@@ -169,12 +186,14 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       `At 60% of the maximum: ${Math.round(rate60)}/s, 60% of ${Math.round(maxRate)} messages/s ` +
         `(${measuredMax === undefined ? "measured here as the throughput benchmark does" : "the throughput benchmark's gateway messages/s in this run"}); ` +
         `${describe(at60)}; every reply delivered ${drained(at60)}; acks other than 202: ${failed(at60)}.`,
+      `The machine's floor: the same generator at the same rate against a bare node:http server in a process of its own, answering 202 with nothing recorded: ack p50 ${plainAt60.p50.toFixed(2)} ms, p99 ${plainAt60.p99.toFixed(2)} ms.`,
     ],
     series: [
       { name: `ack at ${RATE_PER_S}/s, one process`, samplesMs: one.acksMs, targetMs: 10 },
       { name: `ack at ${RATE_PER_S}/s, ingress + worker process`, samplesMs: split.acksMs, targetMs: 10 },
       { name: `ack at ${RATE_PER_S}/s, no turns running`, samplesMs: bare.acksMs, targetMs: 10 },
       { name: `ack at ${Math.round(rate60)}/s (60% of max), one process`, samplesMs: at60.acksMs, targetMs: 10 },
+      { name: `ack at ${Math.round(rate60)}/s, a bare node:http server (the floor)`, samplesMs: plainAcksMs, targetMs: 10 },
     ],
   };
 }
