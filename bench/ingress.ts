@@ -4,7 +4,8 @@
 // go to a local callback endpoint (a process of its own, bench/children/callback-sink.ts), so the
 // ack is measured under the load it causes. Also: the ack at 60% of the gateway's measured
 // maximum rate (the throughput benchmark's messages/s in this run, or measured here when that
-// benchmark did not run), one process.
+// benchmark did not run), one process, and the same load against a bare node:http server, the
+// machine's floor. The load comes from a process of its own (bench/children/webhook-load.ts).
 import { randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

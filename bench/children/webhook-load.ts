@@ -25,9 +25,8 @@ export interface WebhookLoadResult {
   statuses: [number, number][];
   /** How far behind schedule each delivery left, p99 (shows the generator kept up). */
   sendLagsMs: number[];
-  /** This process's own event-loop delay over the load, p99 and max (ms). */
+  /** This process's own event-loop delay over the load, p99 (ms). */
   loopDelayP99Ms: number;
-  loopDelayMaxMs: number;
 }
 
 export type WebhookLoadIn = { type: "load"; plan: WebhookLoadPlan };
@@ -79,7 +78,6 @@ async function load(plan: WebhookLoadPlan): Promise<WebhookLoadResult> {
     statuses: [...statuses.entries()],
     sendLagsMs,
     loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
-    loopDelayMaxMs: loopDelay.max / 1e6,
   };
 }
 
