@@ -14,6 +14,7 @@ import type { GatewayMetrics } from "./metrics.js";
 import type { WakeUpSink } from "./local-wake-ups.js";
 import { turnJobData, turnJobId, untilReady, withTimeout, type GatewayQueues, type TurnJobData } from "./queues.js";
 import { payloadOf } from "./inbox-payload.js";
+import { ANNOUNCER_FIELD, announceQueued, queuedNoticeOf } from "./queued-notices.js";
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
 import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
 
@@ -87,7 +88,7 @@ export class Ingress implements GatewayIngress {
       ...(message.sessionId ? { sessionId: await this.conversationIdFor(message) } : { sessionForKey: this.sessionForKeyOf(message) }),
       platform: message.platform,
       platformMessageId: message.platformMessageId,
-      payload: payloadOf(message),
+      payload: payloadOf(message, this.announcerStamp()),
       receivedAt: message.receivedAt / 1000,
       attachments: message.images?.map((image) => ({ content_type: image.contentType, name: image.name ?? null, data: image.data })),
     });
@@ -97,16 +98,14 @@ export class Ingress implements GatewayIngress {
     }
     metrics.inbound.inc({ platform: message.platform, result: "accepted" });
     metrics.acceptSeconds.observe({ platform: message.platform }, (performance.now() - started) / 1000);
-    void this.deps.events
-      .publish(row.session_id, "message.queued", { inbox_id: row.id, platform: message.platform, platform_message_id: message.platformMessageId, text: message.text, user_id: message.userId })
-      .catch(() => undefined);
     return { status: "accepted", inboxId: row.id, sessionId: row.session_id, enqueued };
   }
 
   /**
    * One batch of accepted messages: their rows in one transaction, then their wake-ups (in memory,
-   * or their jobs in one round trip). A batch that fails to record is recorded row by row, so one
-   * bad row fails alone.
+   * or their jobs in one round trip), each new row's `message.queued` notice published before its
+   * wake-up can start a turn (queued-notices.ts). A batch that fails to record is recorded row by
+   * row, so one bad row fails alone.
    */
   private async recordAndEnqueue(inserts: Array<InboxInsert | KeyedInboxInsert>): Promise<Array<Settled<Recorded>>> {
     const { store } = this.deps;
@@ -122,12 +121,28 @@ export class Ingress implements GatewayIngress {
       }
     }
     const fresh = recorded.flatMap((result) => (result.ok && result.value.inserted ? [result.value.row] : []));
-    const enqueued = fresh.length > 0 && (this.wakeLocally(fresh) || (await this.enqueueRows(fresh)));
+    const enqueued = fresh.length > 0 && (await this.wakeUp(fresh));
     return recorded.map((result) => (result.ok ? { ok: true, value: { ...result.value, enqueued: result.value.inserted && enqueued } } : result));
   }
 
-  private wakeLocally(rows: readonly InboxRow[]): boolean {
-    return this.wakeUps?.offer(rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id, platform: row.platform }))) ?? false;
+  /** The payload field naming the announcer of a row this process's own workers will wake up (queued-notices.ts). */
+  private announcerStamp(): Record<string, string> {
+    const announcer = this.wakeUps?.announcer;
+    return announcer ? { [ANNOUNCER_FIELD]: announcer } : {};
+  }
+
+  /**
+   * Hand new rows' wake-ups to this process's workers, which announce them; else announce them
+   * here and add their jobs once the notices are out (a worker elsewhere may start at once).
+   */
+  private async wakeUp(rows: readonly InboxRow[]): Promise<boolean> {
+    const notices = rows.map(queuedNoticeOf);
+    const wakeUps = rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id, platform: row.platform }));
+    if (this.wakeUps?.offer(wakeUps, notices)) return true;
+    const announced = announceQueued(this.deps.events, notices);
+    // With Redis unreachable the jobs fail fast and the ack does not wait for the notices either.
+    if (this.deps.queues.connection.status === "ready") await withTimeout(announced, ENQUEUE_TIMEOUT_MS, "message.queued").catch(() => undefined);
+    return this.enqueueRows(rows);
   }
 
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */

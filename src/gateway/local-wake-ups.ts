@@ -6,6 +6,7 @@
 //
 // The same slots also run the BullMQ wake-ups (recovery, other processes' ingress), so the
 // configured concurrency holds whichever way a wake-up came.
+import type { QueuedNotice } from "./queued-notices.js";
 
 export interface WakeUp {
   /** The conversation id of the inbox row (its session_id): the turn lease's key. */
@@ -18,9 +19,15 @@ export interface WakeUp {
   platform?: string;
 }
 
-/** Where ingress offers new rows' wake-ups; false: not taken (the caller enqueues them in BullMQ). */
+/**
+ * Where ingress offers new rows' wake-ups; false: not taken (the caller announces the rows and
+ * enqueues them in BullMQ). A sink that takes them publishes their `message.queued` notices first,
+ * on the event bus of the thread that will run their turns (queued-notices.ts).
+ */
 export interface WakeUpSink {
-  offer(wakeUps: readonly WakeUp[]): boolean;
+  /** The announcer id ingress writes into the rows it records for this sink; null while there is none. */
+  readonly announcer: string | null;
+  offer(wakeUps: readonly WakeUp[], notices: readonly QueuedNotice[]): boolean;
 }
 
 interface Waiting {
@@ -29,7 +36,7 @@ interface Waiting {
   inboxId: number | null;
 }
 
-export class LocalWakeUps implements WakeUpSink {
+export class LocalWakeUps {
   private running = 0;
   private waiting: Waiting[] = [];
   /** Rows whose in-memory wake-up has not started yet (a queued wake-up will read their conversation). */
@@ -46,6 +53,11 @@ export class LocalWakeUps implements WakeUpSink {
     private readonly run: (wakeUp: WakeUp) => Promise<void>,
     private readonly retryLater: (wakeUp: WakeUp, err: Error) => void,
   ) {}
+
+  /** False once closing: offers are refused from then on. */
+  get accepting(): boolean {
+    return this.open;
+  }
 
   offer(wakeUps: readonly WakeUp[]): boolean {
     if (!this.open) return false;

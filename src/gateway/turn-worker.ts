@@ -13,6 +13,7 @@ import type { GatewayMetrics } from "./metrics.js";
 import { LocalWakeUps, type WakeUp, type WakeUpSink } from "./local-wake-ups.js";
 import { TURN_QUEUE, closeWorker, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
 import { inboundOf } from "./inbox-payload.js";
+import { QueuedAnnouncer } from "./queued-notices.js";
 import { ToolCatalog } from "./tool-catalog.js";
 import { hasMedia, mediaOfRow, rejectedMediaNote, type MediaFetcher } from "./turn-media.js";
 import type { ReplyStream } from "./types.js";
@@ -99,16 +100,31 @@ export class TurnWorkers {
   private readonly tools: ToolCatalog;
   /** In-process wake-ups and the slots every wake-up runs in; null when BullMQ alone wakes turns. */
   private readonly local: LocalWakeUps | null;
+  /** Announces the rows of the in-process wake-ups (queued-notices.ts); null without them. */
+  private readonly announcer: QueuedAnnouncer | null;
 
   constructor(private readonly deps: TurnWorkerDeps) {
     this.tools = deps.tools ?? new ToolCatalog(null, deps.logger);
     const inProcess = deps.inProcess;
     this.local = inProcess ? new LocalWakeUps(deps.config.workerConcurrency, (wakeUp) => this.wake(wakeUp), inProcess.retryLater) : null;
+    this.announcer = inProcess ? new QueuedAnnouncer(deps.events) : null;
   }
 
-  /** Where this process's ingress hands new rows' wake-ups over in memory; null without in-process wake-ups. */
+  /**
+   * Where this process's ingress hands new rows' wake-ups over in memory; null without in-process
+   * wake-ups. Their notices are published here first, on the bus the turns publish on.
+   */
   get wakeUpSink(): WakeUpSink | null {
-    return this.local;
+    const { local, announcer } = this;
+    if (!local || !announcer) return null;
+    return {
+      announcer: announcer.id,
+      offer: (wakeUps, notices) => {
+        if (!local.accepting) return false;
+        announcer.announce(notices);
+        return local.offer(wakeUps);
+      },
+    };
   }
 
   start(): void {
@@ -305,6 +321,7 @@ export class TurnWorkers {
   ): Promise<AdmittedInput | null> {
     const head = pendingInbox ?? (await this.deps.store.pendingInbox(conversationId, this.headSize(mode)));
     if (head.length === 0) return null;
+    this.announcer?.taking(head);
     /** Every row this turn answers: the head, then the steered ones. */
     const answered = [...head];
     state.inboxIds = answered.map((r) => r.id);
@@ -350,6 +367,7 @@ export class TurnWorkers {
     // A command row is pending only for the moment ingress takes to answer it: never a turn's input.
     const fresh = pending.filter((r) => !taken.has(r.id) && !r.payload.command).slice(0, cap);
     if (fresh.length === 0) return [];
+    this.announcer?.taking(fresh);
     answered.push(...fresh);
     // A new array: events already handed to the bus keep the ids they were published with.
     state.inboxIds = answered.map((r) => r.id);

@@ -1,5 +1,6 @@
 // What the main thread of `switchboard serve` and its workers thread say to each other.
 import type { WakeUp } from "../gateway/local-wake-ups.js";
+import type { QueuedNotice } from "../gateway/queued-notices.js";
 import type { McpServerStatus } from "../gateway/mcp/index.js";
 
 /** Given to the thread at its start. */
@@ -10,7 +11,8 @@ export interface WorkersThreadData {
 
 /** Thread -> main. */
 export type FromWorkersThread =
-  | { type: "ready" }
+  /** announcer: the id ingress writes into the rows whose wake-ups it hands to this thread (null: it takes none). */
+  | { type: "ready"; announcer: string | null }
   | { type: "metrics"; id: number; metrics: object[] }
   /** The thread's MCP servers (it runs them, since tools run in turns): sent at start, then every MCP_STATUS_INTERVAL_MS. */
   | { type: "mcp"; status: Record<string, McpServerStatus> };
@@ -20,7 +22,7 @@ export type FromWorkersThread =
  * metrics: answer with the thread's registry as `getMetricsAsJSON()` gives it.
  * wake: wake-ups of rows the main thread's ingress just recorded (TURN_WAKE_UPS=local).
  */
-export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number } | { type: "wake"; wakeUps: WakeUp[] };
+export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number } | { type: "wake"; wakeUps: WakeUp[]; notices: QueuedNotice[] };
 
 /** How often the workers thread tells the main thread how its MCP servers are (for /health). */
 export const MCP_STATUS_INTERVAL_MS = 1_000;

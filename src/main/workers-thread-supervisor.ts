@@ -12,6 +12,7 @@ import type { SessionStore } from "../state/types.js";
 import { recoveryJobId, withTimeout, type GatewayQueues } from "../gateway/queues.js";
 import type { McpServerStatus } from "../gateway/mcp/index.js";
 import type { WakeUp, WakeUpSink } from "../gateway/local-wake-ups.js";
+import type { QueuedNotice } from "../gateway/queued-notices.js";
 import type { FromWorkersThread, ToWorkersThread, WorkersThreadData, WorkersThreadStatus } from "./workers-thread-protocol.js";
 
 /** First restart delay; doubled per death in a row, up to the maximum. */
@@ -60,6 +61,7 @@ export class WorkersThreadSupervisor implements WakeUpSink {
   private readonly metricsWaiters = new Map<number, (metrics: object[]) => void>();
   /** The running thread's MCP servers as it last reported them; empty while no thread runs. */
   private mcp: Record<string, McpServerStatus> = {};
+  private threadAnnouncer: string | null = null;
 
   constructor(private readonly deps: WorkersThreadDeps) {}
 
@@ -73,10 +75,15 @@ export class WorkersThreadSupervisor implements WakeUpSink {
    * then adds jobs). One posted just before the thread dies is lost with it: the rows are durable,
    * and the next thread's reconciler enqueues every pending row at its start.
    */
-  offer(wakeUps: readonly WakeUp[]): boolean {
+  /** The running thread's announcer (queued-notices.ts), as its ready message named it. */
+  get announcer(): string | null {
+    return this.running && !this.stopping ? this.threadAnnouncer : null;
+  }
+
+  offer(wakeUps: readonly WakeUp[], notices: readonly QueuedNotice[]): boolean {
     const worker = this.worker;
     if (!worker || !this.running || this.stopping) return false;
-    worker.postMessage({ type: "wake", wakeUps: [...wakeUps] } satisfies ToWorkersThread);
+    worker.postMessage({ type: "wake", wakeUps: [...wakeUps], notices: [...notices] } satisfies ToWorkersThread);
     return true;
   }
 
@@ -150,6 +157,7 @@ export class WorkersThreadSupervisor implements WakeUpSink {
       worker.on("message", (message: FromWorkersThread) => {
         if (message.type === "ready") {
           ready = true;
+          this.threadAnnouncer = message.announcer;
           this.running = true;
           this.deps.logger.info({ threadId: worker.threadId, restart }, "workers thread ready");
           resolve();

@@ -6,6 +6,7 @@ import { parentPort, threadId, workerData } from "node:worker_threads";
 import { createLogger } from "../gateway/logger.js";
 import { loadConfig } from "./config.js";
 import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
+import { announceQueued } from "../gateway/queued-notices.js";
 import { startGateway } from "./server.js";
 import { lowerThisThreadPriority } from "./thread-priority.js";
 import { MCP_STATUS_INTERVAL_MS, type FromWorkersThread, type ToWorkersThread, type WorkersThreadData } from "./workers-thread-protocol.js";
@@ -29,7 +30,9 @@ const gateway = await startGateway(config, {
 port.on("message", (message: ToWorkersThread) => {
   if (message.type === "wake") {
     // Closing: the queue takes them instead (or, with Redis down, the reconciler finds the rows).
-    if (!gateway.wakeUps?.offer(message.wakeUps)) void gateway.ingress.enqueueMany(message.wakeUps).catch(() => undefined);
+    if (!gateway.wakeUps?.offer(message.wakeUps, message.notices)) {
+      void announceQueued(gateway.events, message.notices).then(() => gateway.ingress.enqueueMany(message.wakeUps)).catch(() => undefined);
+    }
     return;
   }
   if (message.type === "metrics") {
@@ -48,7 +51,7 @@ port.on("message", (message: ToWorkersThread) => {
   );
 });
 logger.info("workers running in their own thread");
-post({ type: "ready" });
+post({ type: "ready", announcer: gateway.wakeUps?.announcer ?? null });
 // /health on the main thread reads the last of these (it answers without asking the thread).
 const postMcpStatus = (): void => {
   const status = gateway.mcpStatus();

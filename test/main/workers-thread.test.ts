@@ -4,6 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
+import { STREAM_START } from "../../src/bus/event-bus.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askApi, replyOf } from "../faults/http.js";
 import { spawnGatewayProcess, startTestGateway, waitFor, type GatewayProcess, type TestGateway } from "../support/gateway.js";
@@ -183,4 +184,32 @@ describe("serve with its workers in a thread", () => {
       expect(await proc.stop("SIGTERM")).toBe(0);
     }
   }, 90_000);
+
+  it.each(["local", "queue"] as const)("with TURN_WAKE_UPS=%s, stores each message's message.queued before the turn.started of the turn that answers it", async (wakeUps) => {
+    // Turns start the moment their wake-up arrives: the event published by the thread that ran the
+    // ingress used to lose that race now and then (about one session in forty per burst).
+    const proc = await spawnGatewayProcess(["serve"], { ...db.env, ECHO_CHUNK_DELAY_MS: "0", TURN_WAKE_UPS: wakeUps }, 60_000);
+    const sessions = Array.from({ length: 40 }, (_, i) => `queued-first-${wakeUps}-${i}`);
+    try {
+      await Promise.all(
+        sessions.map(async (session) => {
+          for (let m = 0; m < 3; m++) expect((await askApi(proc.url as string, session, `${session} says ${m}`)).status).toBe(200);
+        }),
+      );
+    } finally {
+      expect(await proc.stop("SIGTERM")).toBe(0);
+    }
+    for (const session of sessions) {
+      const kinds: string[] = [];
+      for await (const page of db.gateway.events.replay(session, STREAM_START)) kinds.push(...page.map((event) => event.kind));
+      const queued = kinds.filter((kind) => kind === "message.queued").length;
+      expect(queued, `${session}: ${kinds.join(", ")}`).toBe(3);
+      let announced = 0;
+      let started = 0;
+      for (const kind of kinds) {
+        if (kind === "message.queued") announced++;
+        if (kind === "turn.started") expect(++started, `${session}: ${kinds.join(", ")}`).toBeLessThanOrEqual(announced);
+      }
+    }
+  }, 120_000);
 });
