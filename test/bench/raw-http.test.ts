@@ -1,5 +1,6 @@
 // The ingress benchmark's plain-socket HTTP client against a real node:http server on loopback:
-// requests arrive whole, statuses come back in order per request, idle connections are reused,
+// requests arrive whole, statuses come back in order per request, idle connections are reused
+// (not past the server's keep-alive window),
 // a response split over several packets is read whole, and one it cannot frame fails its request.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -67,6 +68,18 @@ describe("RawHttpPool", () => {
     for (let i = 0; i < 20; i++) expect(await pool.send(preparePost(url, {}, `{"i":${i}}`))).toBe(202);
     pool.close();
     expect(connections()).toBe(1);
+  });
+
+  it("opens a new connection rather than reuse one idle for longer than the server may keep it", async () => {
+    const { url, connections } = await listen((_req, _body, res) => res.writeHead(202, { "content-length": "0" }).end());
+    const pool = new RawHttpPool(url, 100);
+    expect(await pool.send(preparePost(url, {}, "{}"))).toBe(202);
+    expect(await pool.send(preparePost(url, {}, "{}"))).toBe(202);
+    expect(connections()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(await pool.send(preparePost(url, {}, "{}"))).toBe(202);
+    pool.close();
+    expect(connections()).toBe(2);
   });
 
   it("reads a response whose head and body arrive apart", async () => {
