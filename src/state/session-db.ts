@@ -255,13 +255,7 @@ export class SessionDB implements SessionStore {
   private holdingGate<T>(step: () => T): Promise<T> {
     return this.gate.holdAsync(() => {
       this.assertOpen();
-      try {
-        return step();
-      } catch (err) {
-        // Rolled back: transcript rows it read may have been its own, now gone.
-        this.transcripts.clear();
-        throw err;
-      }
+      return this.transcripts.withinWrite(step);
     });
   }
 

@@ -20,6 +20,8 @@ export class TranscriptRows {
   private held = 0;
   /** Rows of transcripts too long to hold, read ahead of the lease: taken by the session's next read. */
   private readonly carried = new Map<string, StoredMessageTuple[]>();
+  /** Sessions whose rows were held while a write transaction ran (withinWrite), null outside one. */
+  private touched: Set<string> | null = null;
 
   constructor(private readonly maxRows: number = DEFAULT_MAX_CACHED_ROWS) {}
 
@@ -65,8 +67,38 @@ export class TranscriptRows {
     return this.remember(sessionId, added.length > 0 ? known.concat(added) : known);
   }
 
+  /**
+   * Run a write transaction's synchronous step. When it throws (the transaction rolled back),
+   * the transcripts it read are forgotten: they may hold its own rows, now gone. Only those: a
+   * write that failed before it read anything (SQLITE_BUSY at BEGIN, while the checkpointer
+   * holds the lock) leaves every other transcript held, so the next turns do not read them again.
+   */
+  withinWrite<T>(step: () => T): T {
+    if (this.touched) return step();
+    const touched = new Set<string>();
+    this.touched = touched;
+    try {
+      return step();
+    } catch (err) {
+      for (const sessionId of touched) this.forget(sessionId);
+      throw err;
+    } finally {
+      this.touched = null;
+    }
+  }
+
+  private forget(sessionId: string): void {
+    const rows = this.sessions.get(sessionId);
+    if (rows) {
+      this.sessions.delete(sessionId);
+      this.held -= rows.length;
+    }
+    this.carried.delete(sessionId);
+  }
+
   /** Hold `rows` as the session's (most recently read), within the bound; a copy for the caller. */
   private remember(sessionId: string, rows: StoredMessageTuple[]): StoredMessageTuple[] {
+    this.touched?.add(sessionId);
     // Another read of the session may have finished meanwhile: what it held goes, these stand.
     const current = this.sessions.get(sessionId);
     if (current) {

@@ -1,6 +1,7 @@
 // Another connection holds the write lock: callers wait asynchronously, and the event loop runs on.
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { MessageSql } from "../../src/state/messages.js";
 import { contents, tempStore, type TempStore } from "./helpers.js";
 
 let store: TempStore;
@@ -64,6 +65,26 @@ describe("a database locked by another writer", () => {
     expect(onWait).not.toHaveBeenCalled();
     expect(ticks).toBeGreaterThanOrEqual(20); // a blocking wait would give ~0
     expect(maxGapMs).toBeLessThan(500); // a blocking wait would stall it for the whole second
+  });
+
+  it("a lease attempt refused by the lock leaves the transcripts it holds: the next turn reads only newer rows", async () => {
+    const db = store.open();
+    await db.createSession("s", { source: "test" });
+    await db.appendMessage("s", { role: "user", content: "one" });
+    await db.appendMessage("s", { role: "assistant", content: "two" });
+    const readUnderLease = { sessionId: "s", onRead: () => undefined };
+    expect(await db.acquireSessionTurnLease("s", "A", { readUnderLease })).toBe(true);
+    await db.releaseSessionTurnLease("s", "A");
+    const asked = vi.spyOn(MessageSql.prototype, "rowsAfter");
+    const onContended = vi.fn();
+    const unlocked = holdWriteLock(store.path, 300);
+    expect(await db.acquireSessionTurnLease("s", "B", { waitSeconds: 10, onContended, readUnderLease })).toBe(true);
+    await unlocked;
+    expect(onContended).toHaveBeenCalled();
+    // Only the rows after the two already held were asked for, in the transaction that took the lease.
+    expect(asked.mock.calls.map(([, afterId]) => afterId)).toEqual([asked.mock.calls[0][1]]);
+    expect(asked.mock.calls[0][1]).toBeGreaterThan(0);
+    asked.mockRestore();
   });
 
   it("onHeldGiveUp gives up on a live holder only: a locked database is still waited out", async () => {

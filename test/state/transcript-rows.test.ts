@@ -27,6 +27,28 @@ describe("TranscriptRows", () => {
     expect(asked).toEqual([0, 2, 5]);
   });
 
+  it("withinWrite: a step that throws forgets the transcripts it read, and only those", () => {
+    const cache = new TranscriptRows(100);
+    const readAfter = (afterId: number) => [row(1), row(2)].filter((r) => r[0] > afterId);
+    cache.read("held", readAfter);
+    // Failed before it read anything (SQLITE_BUSY at BEGIN): everything stays held.
+    expect(() => cache.withinWrite(() => { throw new Error("busy"); })).toThrow("busy");
+    expect(cache.holds("held")).toBe(true);
+    // Read inside, then rolled back: that transcript may hold the step's own rows, so it goes.
+    expect(() =>
+      cache.withinWrite(() => {
+        cache.read("read-inside", readAfter);
+        throw new Error("constraint");
+      }),
+    ).toThrow("constraint");
+    expect(cache.holds("read-inside")).toBe(false);
+    expect(cache.holds("held")).toBe(true);
+    expect(cache.heldRows).toBe(2);
+    // A step that commits keeps what it read.
+    expect(cache.withinWrite(() => cache.read("committed", readAfter).length)).toBe(2);
+    expect(cache.holds("committed")).toBe(true);
+  });
+
   it("readChecked: reads everything first, then the rows after the last one held with the count held, and everything again when the count is off", async () => {
     const cache = new TranscriptRows(100);
     const stored = [row(1), row(3)];
