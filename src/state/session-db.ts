@@ -227,6 +227,7 @@ export class SessionDB implements SessionStore {
     return WalCheckpointer.start(path, {
       intervalMs,
       restartAfterFrames,
+      gate: this.gate.shared,
       onFailure: () => {
         if (!this.closed) this.db.pragma(`wal_autocheckpoint = ${SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES}`);
       },

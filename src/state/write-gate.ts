@@ -10,7 +10,7 @@ import { getEnvironmentData, setEnvironmentData, threadId } from "node:worker_th
 
 const KEY_PREFIX = "switchboard.sqlite-write-gate:";
 /** Past this, the holder is taken for gone (a terminated thread cannot release) and the gate is taken over. */
-const DEFAULT_STEAL_AFTER_MS = 1_000;
+export const DEFAULT_STEAL_AFTER_MS = 1_000;
 const FREE = 0;
 
 type WaitAsync = (
@@ -50,6 +50,11 @@ export class WriteGate {
     const shared = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
     setEnvironmentData(key, shared);
     return new WriteGate(new Int32Array(shared), stealAfterMs);
+  }
+
+  /** The shared cell, for a thread that takes the gate the same way on its own (wal-checkpointer.ts). */
+  get shared(): SharedArrayBuffer {
+    return this.cell.buffer as SharedArrayBuffer;
   }
 
   /** A gate nobody else shares (an in-memory database). */

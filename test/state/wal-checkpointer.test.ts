@@ -4,6 +4,7 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { busyRetryStats } from "../../src/state/busy-retry.js";
 import { WalCheckpointer } from "../../src/state/wal-checkpointer.js";
 import { waitFor } from "../support/gateway.js";
 import { tempStore, type TempStore } from "./helpers.js";
@@ -104,6 +105,24 @@ describe("background WAL checkpoints", () => {
     }
     expect(await db.getMessages("s-3")).toHaveLength(10_000);
     expect(fileSize(`${store.path}-wal`)).toBeLessThan(16_000_000);
+  });
+
+  it("rewinds the log without turning this process's writers away: they wait at the write gate, never on SQLITE_BUSY", async () => {
+    const db = store.open({ backgroundCheckpointMs: 5, walRestartFrames: 200 });
+    await db.createSession("s-4", { source: "test" });
+    const text = "z".repeat(4_000);
+    const retriesBefore = busyRetryStats().retries;
+    let largestLog = 0;
+    // About 12 MB in small commits: the log passes its bound again and again, and is rewound each time.
+    for (let batch = 0; batch < 300; batch++) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      await db.appendMessagesBatch("s-4", Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${batch}-${i} ${text}`, timestamp: batch })));
+      largestLog = Math.max(largestLog, fileSize(`${store.path}-wal`));
+    }
+    expect(await db.getMessages("s-4")).toHaveLength(3_000);
+    expect(busyRetryStats().retries - retriesBefore).toBe(0);
+    // Rewound, not grown: the whole run's 12 MB never sat in the log at once.
+    expect(largestLog).toBeLessThan(6_000_000);
   });
 
   it("reports a thread that cannot open the database, as an error with its message (the store then goes back to SQLite's own checkpoints)", async () => {
