@@ -81,8 +81,8 @@ describe("a database locked by another writer", () => {
     expect(await db.acquireSessionTurnLease("s", "B", { waitSeconds: 10, onContended, readUnderLease })).toBe(true);
     await unlocked;
     expect(onContended).toHaveBeenCalled();
-    // Only the rows after the two already held were asked for, in the transaction that took the lease.
-    expect(asked.mock.calls.map(([, afterId]) => afterId)).toEqual([asked.mock.calls[0][1]]);
+    // One read, in the transaction that took the lease, of the rows after the two already held.
+    expect(asked).toHaveBeenCalledTimes(1);
     expect(asked.mock.calls[0][1]).toBeGreaterThan(0);
     asked.mockRestore();
   });
