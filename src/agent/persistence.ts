@@ -72,7 +72,7 @@ export async function withoutStoredInputs(
   history: readonly ConversationMessage[],
   options: { holdsStoredTranscript?: boolean } = {},
 ): Promise<ConversationMessage[]> {
-  const inHistory = new Set(history.map(platformIdOf).filter((id): id is string => id !== null));
+  const inHistory = idsFoundIn(history, inputs);
   const fresh: ConversationMessage[] = [];
   for (const input of inputs) {
     const platformId = platformIdOf(input);
@@ -85,6 +85,22 @@ export async function withoutStoredInputs(
     fresh.push(input);
   }
   return fresh;
+}
+
+/**
+ * The inputs' platform ids that the history shows. One pass over the history against the few
+ * ids asked about, rather than a set of every id in the conversation: that was built on every
+ * turn, an entry per message, for inputs that are almost never there.
+ */
+function idsFoundIn(history: readonly ConversationMessage[], inputs: readonly ConversationMessage[]): Set<string> {
+  const asked = new Set(inputs.map(platformIdOf).filter((id): id is string => id !== null));
+  const found = new Set<string>();
+  if (asked.size === 0) return found;
+  for (const message of history) {
+    const id = platformIdOf(message);
+    if (id !== null && asked.has(id)) found.add(id);
+  }
+  return found;
 }
 
 async function isStored(turn: Turn, platformId: string): Promise<boolean> {
