@@ -39,7 +39,7 @@ export function toInboxRow(row: StoredInboxRow): InboxRow {
 }
 
 export class InboxSql {
-  private readonly insert: Statement<[Record<string, unknown>], StoredInboxRow>;
+  private readonly insert: Statement<[Record<string, unknown>], { id: number }>;
   private readonly selectById: Statement<[number], StoredInboxRow>;
   private readonly selectByKey: Statement<[string, string], StoredInboxRow>;
   private readonly markEnqueued: Statement<[number, string]>;
@@ -54,7 +54,7 @@ export class InboxSql {
       `INSERT INTO inbox (platform, platform_message_id, session_id, payload, status, received_at, reason, completed_at)
        VALUES (@platform, @platform_message_id, @session_id, @payload, @status, @received_at, @reason, @completed_at)
        ON CONFLICT (platform, platform_message_id) DO NOTHING
-       RETURNING *`,
+       RETURNING id`,
     );
     this.selectById = db.prepare("SELECT * FROM inbox WHERE id = ?");
     this.selectByKey = db.prepare("SELECT * FROM inbox WHERE platform = ? AND platform_message_id = ?");
@@ -77,19 +77,23 @@ export class InboxSql {
     this.countByStatus = db.prepare("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status");
   }
 
-  /** Insert unless the platform message exists; a duplicate returns the existing row. */
+  /**
+   * Insert unless the platform message exists; a duplicate returns the existing row. A new row is
+   * built from what was inserted (only its id comes back): the ingress's hot path neither copies
+   * the payload's JSON back out of SQLite nor parses it again.
+   */
   record(insert: InboxInsert, now: number, rejectionReason: string | null): { inserted: boolean; row: InboxRow } {
-    const created = this.insert.get({
+    const row = {
       platform: insert.platform,
       platform_message_id: insert.platformMessageId,
       session_id: insert.sessionId,
-      payload: JSON.stringify(insert.payload),
-      status: rejectionReason === null ? "pending" : "rejected",
+      status: rejectionReason === null ? ("pending" as const) : ("rejected" as const),
       received_at: insert.receivedAt ?? now,
       reason: rejectionReason,
       completed_at: rejectionReason === null ? null : now,
-    });
-    if (created) return { inserted: true, row: toInboxRow(created) };
+    };
+    const created = this.insert.get({ ...row, payload: JSON.stringify(insert.payload) });
+    if (created) return { inserted: true, row: { ...row, id: created.id, payload: insert.payload, enqueued_at: null, reply: null } };
     const existing = this.selectByKey.get(insert.platform, insert.platformMessageId);
     if (!existing) throw new Error(`inbox row ${insert.platform}/${insert.platformMessageId} vanished`);
     return { inserted: false, row: toInboxRow(existing) };
