@@ -63,6 +63,6 @@ describe("npm start", () => {
   it("is what the benchmarks run: the compiled build through bin/switchboard.js, with the start script's node flags", () => {
     const start = startScriptCommand();
     expect(start.entry).toBe(join(ROOT, "bin", "switchboard.js"));
-    expect(start.nodeArgs).toEqual(["--max-semi-space-size=8", "--heap-growing-percent=50"]);
+    expect(start.nodeArgs).toEqual(["--max-semi-space-size=8", "--heap-growing-percent=50", "--single-threaded-gc"]);
   });
 });
