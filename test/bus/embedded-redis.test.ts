@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,6 +10,7 @@ import { makeTempDir } from "../support/tmp.js";
 describe("embedded redis-server", () => {
   let server: EmbeddedRedis | null = null;
   const temp = makeTempDir("sb-embedded");
+  afterAll(() => temp.cleanup());
   afterEach(async () => {
     await server?.stop();
     server = null;

@@ -1,7 +1,7 @@
 // Busy modes and slash commands through a running gateway (real Redis, SQLite, workers).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
 import { makeTempDir } from "../support/tmp.js";
@@ -11,6 +11,7 @@ const SLOW = Array.from({ length: 20 }, (_, i) => `word${i}`).join(" ");
 describe("busy modes", () => {
   let gw: TestGateway | null = null;
   const temp = makeTempDir("sb-busy");
+  afterAll(() => temp.cleanup());
   afterEach(async () => {
     await gw?.stop();
     gw = null;
@@ -115,6 +116,7 @@ describe("slash commands", () => {
 describe("session keys", () => {
   let gw: TestGateway | null = null;
   const temp = makeTempDir("sb-keys");
+  afterAll(() => temp.cleanup());
   afterEach(async () => {
     await gw?.stop();
     gw = null;

@@ -3,7 +3,7 @@
 // BullMQ job per message (TURN_WAKE_UPS=queue) once Redis is back. The test owns its Redis (never
 // stops a shared one).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/bus/embedded-redis.js";
@@ -23,6 +23,7 @@ describe.each(["local", "queue"] as const)("Redis outage during ingress, TURN_WA
   afterAll(async () => {
     await gw?.stop();
     await redis?.stop();
+    rmSync(redisDir, { recursive: true, force: true });
   });
 
   it("records every message while Redis is down and answers them all once it is back", async () => {

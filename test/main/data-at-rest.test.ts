@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import Database from "better-sqlite3";
 import { pino, type Logger } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { makeTempDir } from "../support/tmp.js";
 
@@ -25,6 +25,7 @@ function capturingLogger(): { logger: Logger; messages: () => Array<{ msg: strin
 
 describe.skipIf(process.platform === "win32")("data at rest", () => {
   const temp = makeTempDir("sb-at-rest");
+  afterAll(() => temp.cleanup());
   let gw: TestGateway | null = null;
 
   afterEach(async () => {
