@@ -114,13 +114,6 @@ export class TranscriptRows {
     return rows.slice();
   }
 
-  /** Forget everything: a write transaction that read rows was rolled back (its own rows may be gone). */
-  clear(): void {
-    this.sessions.clear();
-    this.carried.clear();
-    this.held = 0;
-  }
-
   /** Whether the session's rows are held (a read would ask only for rows added since). */
   holds(sessionId: string): boolean {
     return this.sessions.has(sessionId);
