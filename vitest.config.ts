@@ -4,6 +4,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
+    // The gateways the suite starts share the cores with its own forks, which run at full tilt:
+    // under SCHED_IDLE (the workers thread's default) their turns would run only on idle cores.
+    // test/main/workers-thread.test.ts starts one with the default.
+    env: { WORKERS_THREAD_SCHEDULING: "nice" },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Tests spawn real processes and servers; two cores do not gain from more forks.

@@ -29,6 +29,11 @@ export const WORKERS_LAYOUTS = ["thread", "inline"] as const;
 export type WorkersLayout = (typeof WORKERS_LAYOUTS)[number];
 const workersLayout = z.enum(WORKERS_LAYOUTS);
 
+/** How the workers thread yields the cores to the HTTP thread: SCHED_IDLE, or nice steps alone. */
+export const WORKERS_THREAD_SCHEDULINGS = ["idle", "nice"] as const;
+export type WorkersThreadScheduling = (typeof WORKERS_THREAD_SCHEDULINGS)[number];
+const workersThreadScheduling = z.enum(WORKERS_THREAD_SCHEDULINGS);
+
 /**
  * How `serve` wakes a turn for a message it accepted: `local` hands the wake-up to its own workers
  * in memory (BullMQ only for retries, recovery and other processes), `queue` adds a BullMQ job for
@@ -85,6 +90,7 @@ const fileSchema = z.object({
   worker_concurrency: intFrom(1, 1024).optional(),
   workers_layout: workersLayout.optional(),
   workers_thread_nice: intFrom(0, 19).optional(),
+  workers_thread_scheduling: workersThreadScheduling.optional(),
   turn_wake_ups: turnWakeUps.optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
   llm: z.object({ base_url: z.string().url().optional(), api_key: z.string().optional(), model: z.string().optional() }).strict().optional(),
@@ -148,6 +154,8 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   workersLayout: WorkersLayout;
   /** How much lower the workers thread's scheduling priority is than the HTTP thread's (nice steps; 0: the same). */
   workersThreadNice: number;
+  /** `idle`: the workers thread runs under SCHED_IDLE (Linux), its nice steps only where that cannot be set; `nice`: nice steps only. */
+  workersThreadScheduling: WorkersThreadScheduling;
   /** `serve` with workers: wake its own turns in memory (`local`) or through BullMQ for every message (`queue`). */
   turnWakeUps: TurnWakeUps;
   logLevel: string;
@@ -206,6 +214,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
     workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
     workersThreadNice: envValue(env, "WORKERS_THREAD_NICE", intFrom(0, 19)) ?? file.workers_thread_nice ?? 10,
+    workersThreadScheduling: envValue(env, "WORKERS_THREAD_SCHEDULING", workersThreadScheduling) ?? file.workers_thread_scheduling ?? "idle",
     turnWakeUps: envValue(env, "TURN_WAKE_UPS", turnWakeUps) ?? file.turn_wake_ups ?? "local",
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
     llm: {

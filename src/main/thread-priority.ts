@@ -1,11 +1,17 @@
-// Lower the scheduling priority of the calling thread alone (Linux: a thread's nice value is its
-// own). serve's workers thread does this so that, when the cores are busy, the kernel runs the
-// HTTP ingress on the main thread first: an ack is a few hundred microseconds of CPU that a client
-// waits for, a turn is background work that only finishes a little later.
-import { readlinkSync } from "node:fs";
+// Lower the scheduling priority of the calling thread alone (Linux: a thread's nice value and
+// scheduling policy are its own). serve's workers thread does this so that, when the cores are
+// busy, the kernel runs the HTTP ingress on the main thread first: an ack is a few hundred
+// microseconds of CPU that a client waits for, a turn is background work that only finishes a
+// little later.
+import { execFileSync } from "node:child_process";
+import { readFileSync, readlinkSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
 
 const MAX_NICE = 19;
+/** Linux's SCHED_IDLE, as /proc/<pid>/task/<tid>/stat reports a thread's policy. */
+const SCHED_IDLE = 5;
+/** chrt (util-linux) asks the kernel for a policy; Node has no call of its own for it. */
+const SET_POLICY_TIMEOUT_MS = 2_000;
 
 /** The calling thread's kernel id, or null where /proc/thread-self does not exist (not Linux). */
 function kernelThreadId(): number | null {
@@ -30,4 +36,34 @@ export function lowerThisThreadPriority(by: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** A thread's scheduling policy (SCHED_OTHER 0, SCHED_BATCH 3, SCHED_IDLE 5...), or null when unreadable. */
+export function schedulingPolicyOf(pid: number, tid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces), from field 3 on: policy is field 41.
+    const policy = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[38]);
+    return Number.isInteger(policy) ? policy : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Put this thread under SCHED_IDLE: it runs on a core no other thread wants, and a thread of the
+ * normal policy that wakes (the HTTP thread with a request to answer) takes the core from it at
+ * once, where a lower nice value only gives it a smaller share and it waits for the running
+ * slice to end. Any thread may lower itself to it. True when the kernel reports the policy set;
+ * false where it could not be (not Linux, no chrt).
+ */
+export function idleThisThread(): boolean {
+  const tid = kernelThreadId();
+  if (tid === null) return false;
+  try {
+    execFileSync("chrt", ["--idle", "--pid", "0", String(tid)], { stdio: "ignore", timeout: SET_POLICY_TIMEOUT_MS });
+  } catch {
+    return false;
+  }
+  return schedulingPolicyOf(process.pid, tid) === SCHED_IDLE;
 }

@@ -8,7 +8,7 @@ import { loadConfig } from "./config.js";
 import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
 import { announceQueued } from "../gateway/queued-notices.js";
 import { startGateway } from "./server.js";
-import { lowerThisThreadPriority } from "./thread-priority.js";
+import { idleThisThread, lowerThisThreadPriority } from "./thread-priority.js";
 import { MCP_STATUS_INTERVAL_MS, type FromWorkersThread, type ToWorkersThread, type WorkersThreadData } from "./workers-thread-protocol.js";
 
 const port = parentPort;
@@ -17,9 +17,12 @@ const { redisUrl } = workerData as WorkersThreadData;
 const post = (message: FromWorkersThread): void => port.postMessage(message);
 
 const config = loadConfig(process.env, { redisUrl });
-// Turns yield the CPU to the HTTP acks on the main thread when the cores are busy.
+// Turns yield the CPU to the HTTP acks on the main thread when the cores are busy: nice steps
+// first, so they hold wherever SCHED_IDLE cannot be set; under SCHED_IDLE the nice value is moot.
 lowerThisThreadPriority(config.workersThreadNice);
+const scheduling = config.workersThreadScheduling === "idle" && idleThisThread() ? "idle" : `nice +${config.workersThreadNice}`;
 const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });
+if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && process.platform === "linux") logger.warn({ scheduling }, "SCHED_IDLE could not be set on the workers thread (Linux, chrt); it runs at lower nice instead");
 const gateway = await startGateway(config, {
   http: false,
   workers: true,
@@ -50,7 +53,7 @@ port.on("message", (message: ToWorkersThread) => {
     },
   );
 });
-logger.info("workers running in their own thread");
+logger.info({ scheduling }, "workers running in their own thread");
 post({ type: "ready", announcer: gateway.wakeUps?.announcer ?? null });
 // /health on the main thread reads the last of these (it answers without asking the thread).
 const postMcpStatus = (): void => {

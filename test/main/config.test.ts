@@ -37,6 +37,12 @@ describe("configuration", () => {
     expect(() => loadConfig({ WORKERS_THREAD_NICE: "20" })).toThrow(/^WORKERS_THREAD_NICE: /);
   });
 
+  it("runs the workers thread under SCHED_IDLE unless WORKERS_THREAD_SCHEDULING=nice", () => {
+    expect(loadConfig({}).workersThreadScheduling).toBe("idle");
+    expect(loadConfig({ WORKERS_THREAD_SCHEDULING: "nice" }).workersThreadScheduling).toBe("nice");
+    expect(() => loadConfig({ WORKERS_THREAD_SCHEDULING: "realtime" })).toThrow(/^WORKERS_THREAD_SCHEDULING: /);
+  });
+
   it("names the bad environment variable", () => {
     expect(() => loadConfig({ PORT: "eighty" })).toThrow(/^PORT: /);
     expect(() => loadConfig({ WORKER_CONCURRENCY: "0" })).toThrow(/WORKER_CONCURRENCY/);

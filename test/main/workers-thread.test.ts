@@ -1,7 +1,8 @@
 // `switchboard serve` in its default layout: the workers run in a thread of their own. The
 // process answers messages from that thread; a thread cut off mid-turn is restarted and its
 // turn redone once, at once (its leases are handed on, not left to expire); SIGTERM exits 0.
-import { writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
+import { getPriority } from "node:os";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import { STREAM_START } from "../../src/bus/event-bus.js";
@@ -12,6 +13,9 @@ import { inbound } from "../support/messages.js";
 import { transcriptProblems } from "../faults/transcript.js";
 import { MCP_SERVER_SCRIPT } from "../support/mcp-server.js";
 import { makeTempDir } from "../support/tmp.js";
+import { schedulingPolicyOf } from "../../src/main/thread-priority.js";
+
+const SCHED_IDLE = 5;
 
 interface Health {
   workers: boolean;
@@ -28,6 +32,11 @@ async function addedTurnJobs(redisUrl: string, prefix: string): Promise<number> 
   } finally {
     redis.disconnect();
   }
+}
+
+/** The process's threads the kernel runs under SCHED_IDLE. */
+function idleThreads(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).map(Number).filter((tid) => schedulingPolicyOf(pid, tid) === SCHED_IDLE);
 }
 
 async function health(url: string): Promise<Health> {
@@ -147,6 +156,42 @@ describe("serve with its workers in a thread", () => {
     } finally {
       expect(await withMcp.stop("SIGTERM"), withMcp.output()).toBe(0);
       temp.cleanup();
+    }
+  }, 90_000);
+
+  it.runIf(process.platform === "linux")("runs its workers thread under SCHED_IDLE by default, and a restarted thread too", async () => {
+    // The suite's default is nice (vitest.config.ts): empty means the gateway's own default.
+    const idle = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "" }, 60_000);
+    try {
+      expect(idle.output()).toMatch(/"scheduling":"idle".*"msg":"workers running in their own thread"/);
+      // Exactly one thread of the process: the workers thread, not the HTTP thread.
+      const [first] = idleThreads(idle.pid);
+      expect(idleThreads(idle.pid)).toEqual([first]);
+      expect(schedulingPolicyOf(idle.pid, idle.pid)).toBe(0);
+      const result = await db.gateway.ingress.accept(inbound("idle-thread", "idle hello"));
+      expect(result.status).toBe("accepted");
+      if (result.status !== "accepted") return;
+      await waitFor(async () => (await db.gateway.store.pendingInbox(result.sessionId, 1)).length === 0, 30_000, "the answer from the idle thread", 50);
+      // A thread cut off is replaced by one that lowers itself the same way.
+      idle.child.kill("SIGUSR2");
+      await waitFor(async () => (await health(idle.url as string)).workers_thread?.restarts === 1, 30_000, "the thread restarted", 50);
+      await waitFor(() => idleThreads(idle.pid).length === 1 && idleThreads(idle.pid)[0] !== first, 10_000, "the new thread under SCHED_IDLE", 20);
+    } finally {
+      await idle.stop("SIGKILL");
+    }
+  }, 90_000);
+
+  it("lowers the workers thread by nice steps alone with WORKERS_THREAD_SCHEDULING=nice", async () => {
+    const niced = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "nice", WORKERS_THREAD_NICE: "7" }, 60_000);
+    try {
+      expect(niced.output()).toMatch(/"scheduling":"nice \+7".*"msg":"workers running in their own thread"/);
+      if (process.platform !== "linux") return;
+      expect(idleThreads(niced.pid)).toEqual([]);
+      const mainNice = getPriority(niced.pid);
+      const lowered = readdirSync(`/proc/${niced.pid}/task`).map(Number).filter((tid) => getPriority(tid) === Math.min(19, mainNice + 7));
+      expect(lowered).toHaveLength(1);
+    } finally {
+      await niced.stop("SIGKILL");
     }
   }, 90_000);
 
