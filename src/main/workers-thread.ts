@@ -22,7 +22,9 @@ const config = loadConfig(process.env, { redisUrl });
 lowerThisThreadPriority(config.workersThreadNice);
 const scheduling = config.workersThreadScheduling === "idle" && idleThisThread() ? "idle" : `nice +${config.workersThreadNice}`;
 const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });
-if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && process.platform === "linux") logger.warn({ scheduling }, "SCHED_IDLE could not be set on the workers thread (Linux, chrt); it runs at lower nice instead");
+if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && process.platform === "linux") {
+  logger.warn({ scheduling }, "SCHED_IDLE could not be set on the workers thread (is util-linux's chrt installed?); it runs at a lower nice value instead");
+}
 const gateway = await startGateway(config, {
   http: false,
   workers: true,
