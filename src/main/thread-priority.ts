@@ -8,8 +8,9 @@ import { readFileSync, readlinkSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
 
 const MAX_NICE = 19;
-/** Linux's SCHED_IDLE, as /proc/<pid>/task/<tid>/stat reports a thread's policy. */
-const SCHED_IDLE = 5;
+/** Linux's policies, as /proc/<pid>/task/<tid>/stat reports a thread's. */
+export const SCHED_OTHER = 0;
+export const SCHED_IDLE = 5;
 /** chrt (util-linux) asks the kernel for a policy; Node has no call of its own for it. */
 const SET_POLICY_TIMEOUT_MS = 2_000;
 

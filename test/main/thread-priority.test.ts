@@ -3,11 +3,9 @@ import { getPriority } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
-import { schedulingPolicyOf } from "../../src/main/thread-priority.js";
+import { SCHED_IDLE, SCHED_OTHER, schedulingPolicyOf } from "../../src/main/thread-priority.js";
 
 const MODULE = join(import.meta.dirname, "..", "..", "src", "main", "thread-priority.ts");
-const SCHED_OTHER = 0;
-const SCHED_IDLE = 5;
 
 /** Run `call` (an expression over the module's exports) in a thread of its own; what it posts back. */
 async function inThread(call: string): Promise<unknown> {

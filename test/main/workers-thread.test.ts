@@ -13,9 +13,7 @@ import { inbound } from "../support/messages.js";
 import { transcriptProblems } from "../faults/transcript.js";
 import { MCP_SERVER_SCRIPT } from "../support/mcp-server.js";
 import { makeTempDir } from "../support/tmp.js";
-import { schedulingPolicyOf } from "../../src/main/thread-priority.js";
-
-const SCHED_IDLE = 5;
+import { SCHED_IDLE, SCHED_OTHER, schedulingPolicyOf } from "../../src/main/thread-priority.js";
 
 interface Health {
   workers: boolean;
@@ -167,7 +165,7 @@ describe("serve with its workers in a thread", () => {
       // Exactly one thread of the process: the workers thread, not the HTTP thread.
       const [first] = idleThreads(idle.pid);
       expect(idleThreads(idle.pid)).toEqual([first]);
-      expect(schedulingPolicyOf(idle.pid, idle.pid)).toBe(0);
+      expect(schedulingPolicyOf(idle.pid, idle.pid)).toBe(SCHED_OTHER);
       const result = await db.gateway.ingress.accept(inbound("idle-thread", "idle hello"));
       expect(result.status).toBe("accepted");
       if (result.status !== "accepted") return;
