@@ -98,7 +98,8 @@ export interface ChatLoad {
 
 /**
  * Closed-loop chat load on an OpenAI-style endpoint: every session sends its next message when
- * the answer to the previous one arrived, all sessions at once. A warm-up comes first, uncounted.
+ * the answer to the previous one arrived, all sessions at once. A warm-up round of the same shape
+ * comes first, uncounted.
  */
 export async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape, label: string, serverPid?: number): Promise<ChatLoad> {
   // Idle pooled connections close after 2 s, before the server's 5 s keep-alive timeout can close
@@ -123,10 +124,14 @@ export async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape
     return elapsed;
   };
   try {
-    // Warm-up: code paths, and one keep-alive connection per session, as a client's pool would
-    // hold; otherwise the first messages also measure connection set-up.
-    await loops(shape.sessions, 1, (loop, i) => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined));
-    await loops(20, 5, (loop, i) => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined));
+    // Warm-up, uncounted: one keep-alive connection per session first, as a client's pool would
+    // hold (otherwise the first messages also measure connection set-up), then a whole round of
+    // the same load on other sessions, so the round counted runs the code V8 has optimized. After
+    // a warm-up of 300 messages its optimizing compiler was still busy through the counted round,
+    // a quarter of the gateway's CPU there (bench/README.md, "Warm-ups long enough for the JIT").
+    const warm = (loop: number, i: number): Promise<void> => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined);
+    await loops(shape.sessions, 1, warm);
+    await loops(shape.sessions, shape.messages, (loop, i) => warm(loop, i + 1));
     const total = shape.sessions * shape.messages;
     const progress = new Progress(label, total, ctx.progress);
     const cpuBefore = serverPid === undefined ? Number.NaN : readCpuMs(serverPid);
@@ -198,7 +203,7 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
   const floorRatio = floor.messagesPerSecond / raw.jobsPerSecond;
   const latency = summarize(gateway.latenciesMs);
   const notes = [
-    `${shape.sessions} sessions x ${shape.messages} messages; each session sends its next message when the reply to the previous one arrives.`,
+    `${shape.sessions} sessions x ${shape.messages} messages; each session sends its next message when the reply to the previous one arrives; every system first takes an uncounted round of the same shape on other sessions.`,
     `gateway: one \`switchboard serve\` process, echo model, WORKER_CONCURRENCY ${CONCURRENCY}, non-streaming POST /v1/chat/completions with X-Session-Id.`,
     `baseline: the same queue (name, prefix, job options, job ids) with an empty processor in a separate process, ${shape.sessions} producers adding ${shape.messages} jobs each; ` +
       `${before.jobsPerSecond.toFixed(0)} jobs/s before the gateway run, ${after.jobsPerSecond.toFixed(0)} after (the figure is their mean).`,
