@@ -88,6 +88,11 @@ function configFile(dir: string, callbackUrl: string): string {
   return path;
 }
 
+/** The uncounted load at the measured rate before each measured one. */
+function warmUpSeconds(ctx: BenchContext): number {
+  return ctx.quick ? 2 : 5;
+}
+
 /** Where the turns run while the acks are measured. */
 type Topology = "one-process" | "split" | "no-workers";
 
@@ -112,7 +117,7 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
     // Warm-up, uncounted, at the measured rate: long enough that V8 has optimized the ingress
     // path. After 1 s its compiler still took 0.7 s of CPU during the counted 10 s at 1,400
     // msg/s (bench/README.md, "Warm-ups long enough for the JIT").
-    await load({ ...ctx, progress: false }, serve, replies, ctx.quick ? 2 : 5, "warm-up", ratePerS);
+    await load({ ...ctx, progress: false }, serve, replies, warmUpSeconds(ctx), "warm-up", ratePerS);
     const url = serve.url as string;
     const read = (): ReturnType<typeof readServerTimes> => readServerTimes(url, ROUTE, "webhook");
     const before = await read();
@@ -182,7 +187,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_bare_p99_ms", label: "ack p99 (no turns running anywhere)", value: round(c.p99), unit: "ms" },
     ],
     notes: [
-      `Path: POST /webhooks/bench (github-style HMAC signature, reply: callback) -> verify -> inbox row -> BullMQ add -> 202; ${one.sent} deliveries over ${seconds} s to ${CHATS} chats, open loop, each load after an uncounted warm-up of ${ctx.quick ? 2 : 5} s at its rate.`,
+      `Path: POST /webhooks/bench (github-style HMAC signature, reply: callback) -> verify -> inbox row -> BullMQ add -> 202; ${one.sent} deliveries over ${seconds} s to ${CHATS} chats, open loop, each load after an uncounted warm-up of ${warmUpSeconds(ctx)} s at its rate.`,
       `One process: ${describe(one)}; every reply delivered ${drained(one)}.`,
       `Split: ${describe(split)}; every reply delivered ${drained(split)}.`,
       `No turns (the ack path alone, messages stay queued): ${describe(bare)}.`,
