@@ -37,6 +37,11 @@ function idleThreads(pid: number): number[] {
   return readdirSync(`/proc/${pid}/task`).map(Number).filter((tid) => schedulingPolicyOf(pid, tid) === SCHED_IDLE);
 }
 
+/** The workers thread's "running" line: its stdout passes through the main thread, so it may trail "ready". */
+async function threadLogLine(gateway: GatewayProcess): Promise<void> {
+  await waitFor(() => gateway.output().includes('"msg":"workers running in their own thread"'), 10_000, "the workers thread's log line", 20);
+}
+
 async function health(url: string): Promise<Health> {
   const response = await fetch(`${url}/health`);
   expect(response.status).toBe(200);
@@ -68,6 +73,7 @@ describe("serve with its workers in a thread", () => {
     expect(before.workers_thread).toMatchObject({ running: true, restarts: 0 });
     const firstThread = before.workers_thread?.thread_id;
     expect(firstThread).toBeGreaterThan(0);
+    await threadLogLine(serve);
     expect(serve.output()).toMatch(/"workers":"thread","threadId":\d+.*"msg":"workers running in their own thread"/);
 
     const { store, ingress } = db.gateway;
@@ -161,6 +167,7 @@ describe("serve with its workers in a thread", () => {
     // The suite's default is nice (vitest.config.ts): empty means the gateway's own default.
     const idle = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "" }, 60_000);
     try {
+      await threadLogLine(idle);
       expect(idle.output()).toMatch(/"scheduling":"idle".*"msg":"workers running in their own thread"/);
       // Exactly one thread of the process: the workers thread, not the HTTP thread.
       const [first] = idleThreads(idle.pid);
@@ -182,6 +189,7 @@ describe("serve with its workers in a thread", () => {
   it("lowers the workers thread by nice steps alone with WORKERS_THREAD_SCHEDULING=nice", async () => {
     const niced = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "nice", WORKERS_THREAD_NICE: "7" }, 60_000);
     try {
+      await threadLogLine(niced);
       expect(niced.output()).toMatch(/"scheduling":"nice \+7".*"msg":"workers running in their own thread"/);
       if (process.platform !== "linux") return;
       expect(idleThreads(niced.pid)).toEqual([]);
