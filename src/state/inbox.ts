@@ -44,9 +44,11 @@ export class InboxSql {
   private readonly selectByKey: Statement<[string, string], StoredInboxRow>;
   private readonly markEnqueued: Statement<[number, string]>;
   private readonly selectPendingForSession: Statement<[string, number], StoredInboxRow>;
+  private readonly selectHeadForSession: Statement<[string], StoredInboxRow>;
   private readonly selectPending: Statement<[number], StoredInboxRow>;
   private readonly selectUnclaimedHeads: Statement<[number, number], { session_id: string; id: number }>;
   private readonly complete: Statement<[string, number, string | null, string | null, string]>;
+  private readonly completeOne: Statement<[string, number, string | null, string | null, number]>;
   private readonly countByStatus: Statement<[], { status: InboxStatus; n: number }>;
 
   constructor(db: Database) {
@@ -62,6 +64,9 @@ export class InboxSql {
     this.selectPendingForSession = db.prepare(
       "SELECT * FROM inbox WHERE session_id = ? AND status = 'pending' ORDER BY id LIMIT ?",
     );
+    // The head alone, the hot case (twice per turn), with its limit written in: SQLite re-plans a
+    // statement whose LIMIT is a bound parameter at every run, which cost more than the read.
+    this.selectHeadForSession = db.prepare("SELECT * FROM inbox WHERE session_id = ? AND status = 'pending' ORDER BY id LIMIT 1");
     this.selectPending = db.prepare("SELECT * FROM inbox WHERE status = 'pending' ORDER BY id LIMIT ?");
     this.selectUnclaimedHeads = db.prepare(
       `SELECT session_id, MIN(id) AS id FROM inbox
@@ -74,6 +79,8 @@ export class InboxSql {
       `UPDATE inbox SET status = ?, completed_at = ?, reply = ?, reason = ?
         WHERE status = 'pending' AND id IN (SELECT value FROM json_each(?))`,
     );
+    // One row, the common case: a rowid lookup instead of a json_each list built per run.
+    this.completeOne = db.prepare("UPDATE inbox SET status = ?, completed_at = ?, reply = ?, reason = ? WHERE status = 'pending' AND id = ?");
     this.countByStatus = db.prepare("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status");
   }
 
@@ -114,6 +121,10 @@ export class InboxSql {
   }
 
   pendingForSession(sessionId: string, limit: number): InboxRow[] {
+    if (limit === 1) {
+      const head = this.selectHeadForSession.get(sessionId);
+      return head ? [toInboxRow(head)] : [];
+    }
     return this.selectPendingForSession.all(sessionId, limit).map(toInboxRow);
   }
 
@@ -126,7 +137,8 @@ export class InboxSql {
   }
 
   completeRows(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason: string | null, now: number): void {
-    if (ids.length > 0) this.complete.run(status, now, reply, reason, JSON.stringify(ids));
+    if (ids.length === 1) this.completeOne.run(status, now, reply, reason, ids[0]);
+    else if (ids.length > 1) this.complete.run(status, now, reply, reason, JSON.stringify(ids));
   }
 
   counts(): Record<InboxStatus, number> {
