@@ -240,7 +240,7 @@ export class EventBus implements EventPublisher, EventSubscriber {
   async publish(sessionId: string, kind: EventKind, data: Record<string, unknown>): Promise<GatewayEvent> {
     const ts = Date.now();
     if (isEphemeralKind(kind)) {
-      if (!this.closed) this.deltas.add(sessionId, data);
+      this.publishLive(sessionId, kind, data);
       return { id: "", session_id: sessionId, kind, data, ts };
     }
     // Streamed text still pending goes out first, in the same batch: the live order holds.
@@ -256,6 +256,11 @@ export class EventBus implements EventPublisher, EventSubscriber {
       refreshTtl: this.ttlRefreshDue(sessionId, ts),
     });
     return { id, session_id: sessionId, kind, data, ts };
+  }
+
+  publishLive(sessionId: string, kind: EventKind, data: Record<string, unknown>): void {
+    if (!isEphemeralKind(kind)) throw new Error(`${kind} is stored: publish it with publish()`);
+    if (!this.closed) this.deltas.add(sessionId, data);
   }
 
   /** Publish an event live only (no stream id): the session's coalesced streamed text. */

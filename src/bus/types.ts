@@ -50,6 +50,11 @@ export interface GatewayEvent {
 
 export interface EventPublisher {
   publish(sessionId: string, kind: EventKind, data: Record<string, unknown>): Promise<GatewayEvent>;
+  /**
+   * Streamed text (an ephemeral kind): coalesced and published live only, with nothing to wait
+   * for. A turn streams a piece per word, so this path allocates no promise.
+   */
+  publishLive(sessionId: string, kind: EventKind, data: Record<string, unknown>): void;
 }
 
 export interface SubscribeOptions {

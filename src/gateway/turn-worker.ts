@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
 import type { InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
-import type { EventPublisher, InterruptRequest } from "../bus/types.js";
+import { isEphemeralKind, type EventPublisher, type InterruptRequest } from "../bus/types.js";
 import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { LocalWakeUps, type WakeUp, type WakeUpSink } from "./local-wake-ups.js";
@@ -298,6 +298,11 @@ export class TurnWorkers {
         if (event.kind === "turn.started" && state.waitStarted !== null) metrics.leaseWaitSeconds.observe((Date.now() - state.waitStarted) / 1000);
         if (event.kind === "delta" && state.stream && typeof event.data.text === "string") state.stream.push(event.data.text);
         const data = { ...event.data, turn_session_id: event.sessionId, inbox_ids: state.inboxIds };
+        // Streamed text goes out ahead of the turn's next stored event, which the release waits for.
+        if (isEphemeralKind(event.kind)) {
+          this.deps.events.publishLive(conversationId, event.kind, data);
+          return;
+        }
         state.published = this.deps.events.publish(conversationId, event.kind, data).then(
           () => undefined,
           () => undefined,

@@ -325,7 +325,8 @@ describe("EventBus", () => {
     function deltas(bus: EventBus, sessionId: string, words: string[], from = 0): void {
       let offset = from;
       for (const word of words) {
-        void bus.publish(sessionId, "delta", { text: word, offset, turn_session_id: sessionId, inbox_ids: [1] });
+        // The turns' path: nothing to wait for, no promise.
+        bus.publishLive(sessionId, "delta", { text: word, offset, turn_session_id: sessionId, inbox_ids: [1] });
         offset += word.length;
       }
     }
@@ -338,7 +339,8 @@ describe("EventBus", () => {
       const started = await bus.publish("s", "turn.started", { inbox_ids: [1] });
       deltas(bus, "s", ["Echo:", " one", " two"]);
       await live.waitFor(2);
-      deltas(bus, "s", [" three"], "Echo: one two".length);
+      // publish() of a delta takes the same path.
+      void bus.publish("s", "delta", { text: " three", offset: "Echo: one two".length, turn_session_id: "s", inbox_ids: [1] });
       // Pending when the turn ends: dropped, since the end event carries the whole text.
       await bus.publish("s", "turn.completed", { final_response: "Echo: one two three", inbox_ids: [1] });
       await live.waitFor(3);
@@ -371,6 +373,12 @@ describe("EventBus", () => {
         ["delta", "Anew", 0],
       ]);
       expect(live.events[2].id).toBe(tool.id);
+    });
+
+    it("publishLive refuses a kind that is stored", () => {
+      const { prefix } = setup();
+      const { bus } = processBus(prefix);
+      expect(() => bus.publishLive("s", "turn.completed", { final_response: "x" })).toThrow(/stored/);
     });
 
     it("sends at most one frame per interval for a steady stream", async () => {

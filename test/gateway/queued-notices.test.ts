@@ -14,6 +14,9 @@ function recordingBus(): EventPublisher & { published: Array<{ sessionId: string
       published.push({ sessionId, kind, data });
       return { id: `${published.length}-0`, session_id: sessionId, kind, data, ts: Date.now() };
     },
+    publishLive(sessionId, kind, data): void {
+      published.push({ sessionId, kind, data });
+    },
   };
 }
 

@@ -56,10 +56,11 @@ export class EchoProvider implements ModelProvider {
     usage: { promptTokens: number },
   ): Promise<CompletionResult> {
     const chunks = wordChunks(text);
-    for (const [i, chunk] of chunks.entries()) {
-      if (i > 0) await this.pause(request.signal);
+    for (let i = 0; i < chunks.length; i++) {
+      // Without a delay the chunks go out in one go, as a fast model's would arrive in one read.
+      if (i > 0 && this.chunkDelayMs > 0) await this.pause(request.signal);
       throwIfAborted(request.signal);
-      request.onDelta?.(chunk);
+      request.onDelta?.(chunks[i]);
     }
     return { content: text, toolCalls: [], finishReason: "stop", usage: { ...usage, completionTokens: chunks.length } };
   }
