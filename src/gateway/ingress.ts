@@ -47,6 +47,8 @@ export class Ingress implements GatewayIngress {
   private readonly inbound = new GroupCommit<InboxInsert | KeyedInboxInsert, Recorded>((inserts) => this.recordAndEnqueue(inserts));
   /** This process's own workers, when it has them and takes wake-ups in memory (local-wake-ups.ts). */
   private wakeUps: WakeUpSink | null = null;
+  /** Requests waiting for a row's outcome, by inbox id: answered from memory by settleOutcomes(). */
+  private readonly outcomeWaiters = new Map<number, Set<(outcome: TurnOutcome) => void>>();
 
   constructor(private readonly deps: IngressDeps) {
     const connection = deps.queues.connection;
@@ -178,18 +180,35 @@ export class Ingress implements GatewayIngress {
   }
 
   /**
-   * Resolves once the row is settled. A turn records its outcome before it releases the session's
-   * lease, and every release is announced in this process and (through the lease notifier) from
-   * every other one, so the waiter reads the row at each release of its conversation: no
-   * per-request subscription. A slow poll covers a lost notice (Redis outage).
+   * Outcomes of turns this process's workers ran, handed over in memory once their leases were
+   * released: the requests waiting on those rows answer without reading them back.
    */
-  async waitForOutcome(inboxId: number, timeoutMs: number, knownConversationId?: string): Promise<TurnOutcome> {
+  settleOutcomes(outcomes: readonly TurnOutcome[]): void {
+    for (const outcome of outcomes) {
+      const waiters = this.outcomeWaiters.get(outcome.inboxId);
+      if (waiters) for (const settle of [...waiters]) settle(outcome);
+    }
+  }
+
+  /**
+   * Resolves once the row is settled. A turn of this process hands its outcome over in memory
+   * (settleOutcomes). Any turn records its outcome before it releases the session's lease, and
+   * every release is announced in this process and (through the lease notifier) from every other
+   * one, so the waiter reads the row at each release of its conversation: no per-request
+   * subscription. A slow poll covers a lost notice (Redis outage). `recordedNow`: the caller's
+   * accept() has just recorded the row, in this pass of the event loop, so no turn can have
+   * settled it yet: the first read is skipped.
+   */
+  async waitForOutcome(inboxId: number, timeoutMs: number, knownConversationId?: string, options: { recordedNow?: boolean } = {}): Promise<TurnOutcome> {
     const { store } = this.deps;
     let conversationId = knownConversationId;
     if (conversationId === undefined) {
       const first = await store.getInboxRow(inboxId);
       if (!first) throw new Error(`unknown inbox row ${inboxId}`);
-      if (first.status !== "pending") return outcomeOf(first);
+      if (first.status !== "pending") {
+        this.deps.metrics.outcomeWaits.inc({ source: "row" });
+        return outcomeOf(first);
+      }
       conversationId = first.session_id;
     }
     const listenOn = conversationId;
@@ -201,8 +220,13 @@ export class Ingress implements GatewayIngress {
         clearInterval(poll);
         clearTimeout(timer);
         stopListening();
+        stopWaiting();
         if (outcome) resolve(outcome);
         else reject(error ?? new Error("no outcome"));
+      };
+      const settleFromRow = (row: InboxRow): void => {
+        if (!settled) this.deps.metrics.outcomeWaits.inc({ source: "row" });
+        finish(outcomeOf(row));
       };
       const check = async (): Promise<void> => {
         let row: InboxRow | null;
@@ -216,15 +240,31 @@ export class Ingress implements GatewayIngress {
           if (knownConversationId !== undefined) finish(null, new Error(`unknown inbox row ${inboxId}`));
           return;
         }
-        if (row.status !== "pending") finish(outcomeOf(row));
+        if (row.status !== "pending") settleFromRow(row);
       };
       const poll = setInterval(() => void check(), 1000);
       const timer = setTimeout(() => finish(null, new OutcomeTimeoutError(inboxId, timeoutMs)), timeoutMs);
       // The inbox row's session_id is the conversation id: the lease's key.
-      const stopListening = store.onSessionTurnLeaseReleased(listenOn, () => void check());
+      // At the end of this pass: a turn of this process hands its outcome over just after its
+      // release, which then needs no read.
+      const stopListening = store.onSessionTurnLeaseReleased(listenOn, () => setImmediate(() => void (settled || check())));
+      const stopWaiting = this.waitInMemory(inboxId, (outcome) => {
+        if (!settled) this.deps.metrics.outcomeWaits.inc({ source: "memory" });
+        finish(outcome);
+      });
       // A release before the listener (or between the first read and it): read now that it listens.
-      void check();
+      if (!options.recordedNow) void check();
     });
+  }
+
+  private waitInMemory(inboxId: number, settle: (outcome: TurnOutcome) => void): () => void {
+    let waiters = this.outcomeWaiters.get(inboxId);
+    if (!waiters) this.outcomeWaiters.set(inboxId, (waiters = new Set()));
+    waiters.add(settle);
+    return () => {
+      waiters.delete(settle);
+      if (waiters.size === 0) this.outcomeWaiters.delete(inboxId);
+    };
   }
 
   async recordRejected(message: InboundMessage, reason: string): Promise<AcceptResult> {

@@ -18,6 +18,7 @@ export interface GatewayMetrics {
   deliveries: Counter<"platform" | "result">;
   queueDepth: Gauge<"queue" | "state">;
   runningTurns: Gauge;
+  outcomeWaits: Counter<"source">;
 }
 
 /** The prefix of the process's default metrics (CPU, memory, event loop, handles). */
@@ -52,5 +53,11 @@ export function createMetrics(): GatewayMetrics {
     deliveries: new Counter({ name: "switchboard_deliveries_total", help: "Outbound reply deliveries by result", labelNames: ["platform", "result"], registers: [registry] }),
     queueDepth: new Gauge({ name: "switchboard_queue_jobs", help: "BullMQ jobs by queue and state", labelNames: ["queue", "state"], registers: [registry] }),
     runningTurns: new Gauge({ name: "switchboard_running_turns", help: "Turns running in this process", registers: [registry] }),
+    outcomeWaits: new Counter({
+      name: "switchboard_outcome_waits_total",
+      help: "Requests that waited for a turn's outcome (sync API replies, sync webhooks), by where the outcome came from: memory (a turn of this process) or row (read back)",
+      labelNames: ["source"],
+      registers: [registry],
+    }),
   };
 }

@@ -16,7 +16,7 @@ import { inboundOf } from "./inbox-payload.js";
 import { QueuedAnnouncer } from "./queued-notices.js";
 import { ToolCatalog } from "./tool-catalog.js";
 import { hasMedia, mediaOfRow, rejectedMediaNote, type MediaFetcher } from "./turn-media.js";
-import type { ReplyStream } from "./types.js";
+import type { ReplyStream, TurnOutcome } from "./types.js";
 
 export interface TurnWorkerDeps {
   config: CoreConfig;
@@ -54,6 +54,11 @@ export interface TurnWorkerDeps {
   openStream?: (platform: string, target: Record<string, unknown>) => ReplyStream | null;
   /** The platform's turn-start signal (typing indicator; WhatsApp marks the message read). */
   typing?: (platform: string, target: Record<string, unknown>) => Promise<void>;
+  /**
+   * The outcome of each row a turn answered, once its lease is released: this process's ingress
+   * answers the requests waiting on them from memory, without reading their rows back.
+   */
+  onOutcomes?: (outcomes: TurnOutcome[]) => void;
 }
 
 /** How long the lease waits for the turn's events to reach Redis (an outage must not hold it). */
@@ -72,6 +77,8 @@ interface TurnState {
   published: Promise<void>;
   stream: ReplyStream | null;
   waitStarted: number | null;
+  /** What the turn's end records complete (the last asked for: the one stored, if any). */
+  completion: { rows: InboxRow[]; status: TurnOutcome["status"]; reply: string } | null;
 }
 
 interface RunningTurn {
@@ -251,7 +258,7 @@ export class TurnWorkers {
    */
   private async runTurn(conversationId: string, platform: string): Promise<Pick<TurnResult, "heldElsewhere" | "headAfterRelease">> {
     const { config, metrics } = this.deps;
-    const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null };
+    const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null, completion: null };
     // The agent starts from the conversation id: under the lease it resolves the tip and reloads
     // the transcript there (no read of the tip before the lease, which could be stale anyway).
     const turn: RunningTurn = { agent: this.createAgent(conversationId, conversationId, platform, state), state, began: performance.now() };
@@ -268,6 +275,8 @@ export class TurnWorkers {
         giveUpWhenHeld: true,
         readHeadOnRelease: true,
       });
+      // After the release (runConversation returned): a waiter answered now finds the lease free.
+      if (result.endRecordsStored && state.completion) this.reportOutcomes(state.completion);
       if (!result.skipped) await this.afterTurn(conversationId, platform, result, state, started);
       return result;
     } finally {
@@ -341,7 +350,10 @@ export class TurnWorkers {
     if (!sessionRowKnown) await this.ensureSessionRow(sessionId, head[0]);
     return {
       messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
-      endRecords: ({ status, finalResponse }) => this.endRecords(answered, replyRow, sessionId, status, finalResponse),
+      endRecords: ({ status, finalResponse }) => {
+        state.completion = { rows: [...answered], status, reply: finalResponse };
+        return this.endRecords(answered, replyRow, sessionId, status, finalResponse);
+      },
       ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
     };
   }
@@ -349,6 +361,10 @@ export class TurnWorkers {
   /** How many pending rows one turn takes as its input. */
   private headSize(mode: BusyMode): number {
     return mode === "collect" ? this.deps.config.collectMaxMessages : 1;
+  }
+
+  private reportOutcomes({ rows, status, reply }: NonNullable<TurnState["completion"]>): void {
+    this.deps.onOutcomes?.(rows.map((row) => ({ inboxId: row.id, sessionId: row.session_id, status, reply, receivedAt: row.received_at })));
   }
 
   /** Best effort and not awaited: the turn never waits on, or fails for, a typing indicator. */

@@ -105,7 +105,8 @@ export interface GatewayIngress {
    * row's session_id as accept() returned it, lets the wait listen at once instead of reading the
    * row first to learn it.
    */
-  waitForOutcome(inboxId: number, timeoutMs: number, conversationId?: string): Promise<TurnOutcome>;
+  /** `recordedNow`: the caller's accept() just answered `accepted` for this row (no read is due yet). */
+  waitForOutcome(inboxId: number, timeoutMs: number, conversationId?: string, options?: { recordedNow?: boolean }): Promise<TurnOutcome>;
   /** Interrupt the session's running turn, wherever it runs (soft keeps what was written). */
   interrupt(sessionId: string, options: { text?: string; hard?: boolean }): Promise<void>;
   /**

@@ -32,7 +32,7 @@ import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { RedisSingletonLocks } from "../bus/singleton-lock.js";
 import type { McpServers, McpServerStatus } from "../gateway/mcp/index.js";
-import type { PlatformAdapter } from "../gateway/types.js";
+import type { PlatformAdapter, TurnOutcome } from "../gateway/types.js";
 import type { WebSocketHub } from "../clients/ws/index.js";
 
 export const VERSION = "0.1.0";
@@ -69,6 +69,11 @@ export interface GatewayOptions {
   workersMetrics?: () => Promise<object[]>;
   /** HTTP only, MCP servers configured and run by the workers thread: their state for /health. */
   workersMcp?: () => Record<string, McpServerStatus>;
+  /**
+   * Workers without HTTP (serve's workers thread): where the outcomes of their turns go, for the
+   * ingress that waits on them elsewhere. With HTTP in the same gateway they go to its ingress.
+   */
+  onTurnOutcomes?: (outcomes: TurnOutcome[]) => void;
 }
 
 export interface GatewayHandle {
@@ -216,6 +221,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         },
         // Sent at once under the ledger's claim; the deliveries queue only for retries.
         dispatchDeliveries: (deliveryIds) => dispatcher.deliverNow(deliveryIds),
+        onOutcomes: options.http ? (outcomes) => ingress.settleOutcomes(outcomes) : options.onTurnOutcomes,
       });
       wakeUps = turnWorkers.wakeUpSink;
       if (options.http) ingress.useWakeUps(wakeUps);

@@ -27,7 +27,13 @@ export async function startThreadedGateway(config: GatewayConfig, logger: Logger
     // The thread runs the MCP servers (tools run in turns); /health shows them as it last reported.
     ...(Object.keys(config.mcpServers).length > 0 ? { workersMcp: () => workers?.mcpStatus() ?? {} } : {}),
   });
-  const supervisor = new WorkersThreadSupervisor({ redisUrl: gateway.redisUrl, store: gateway.store, queues: gateway.queues, logger });
+  const supervisor = new WorkersThreadSupervisor({
+    redisUrl: gateway.redisUrl,
+    store: gateway.store,
+    queues: gateway.queues,
+    logger,
+    onOutcomes: (outcomes) => gateway.ingress.settleOutcomes(outcomes),
+  });
   workers = supervisor;
   try {
     await supervisor.start();

@@ -1,6 +1,7 @@
 // What the main thread of `switchboard serve` and its workers thread say to each other.
 import type { WakeUp } from "../gateway/local-wake-ups.js";
 import type { QueuedNotice } from "../gateway/queued-notices.js";
+import type { TurnOutcome } from "../gateway/types.js";
 import type { McpServerStatus } from "../gateway/mcp/index.js";
 
 /** Given to the thread at its start. */
@@ -15,7 +16,9 @@ export type FromWorkersThread =
   | { type: "ready"; announcer: string | null }
   | { type: "metrics"; id: number; metrics: object[] }
   /** The thread's MCP servers (it runs them, since tools run in turns): sent at start, then every MCP_STATUS_INTERVAL_MS. */
-  | { type: "mcp"; status: Record<string, McpServerStatus> };
+  | { type: "mcp"; status: Record<string, McpServerStatus> }
+  /** The outcomes of the rows its turns answered since the last such message, each after its lease's release. */
+  | { type: "outcomes"; outcomes: TurnOutcome[] };
 
 /**
  * Main -> thread. stop: finish running turns (SHUTDOWN_TIMEOUT_MS), release leases, close, exit.

@@ -13,6 +13,7 @@ import { recoveryJobId, withTimeout, type GatewayQueues } from "../gateway/queue
 import type { McpServerStatus } from "../gateway/mcp/index.js";
 import type { WakeUp, WakeUpSink } from "../gateway/local-wake-ups.js";
 import type { QueuedNotice } from "../gateway/queued-notices.js";
+import type { TurnOutcome } from "../gateway/types.js";
 import type { FromWorkersThread, ToWorkersThread, WorkersThreadData, WorkersThreadStatus } from "./workers-thread-protocol.js";
 
 /** First restart delay; doubled per death in a row, up to the maximum. */
@@ -48,6 +49,8 @@ export interface WorkersThreadDeps {
   store: SessionStore;
   queues: GatewayQueues;
   logger: Logger;
+  /** The outcomes of the thread's turns, for the main thread's requests that wait on them. */
+  onOutcomes?: (outcomes: TurnOutcome[]) => void;
 }
 
 export class WorkersThreadSupervisor implements WakeUpSink {
@@ -165,6 +168,8 @@ export class WorkersThreadSupervisor implements WakeUpSink {
           this.metricsWaiters.get(message.id)?.(message.metrics);
         } else if (message.type === "mcp") {
           this.mcp = message.status;
+        } else if (message.type === "outcomes") {
+          this.deps.onOutcomes?.(message.outcomes);
         }
       });
       worker.on("error", (err) => this.deps.logger.error({ err: err.message, stack: err.stack, threadId: worker.threadId }, "the workers thread failed"));

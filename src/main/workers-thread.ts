@@ -6,6 +6,7 @@ import { parentPort, threadId, workerData } from "node:worker_threads";
 import { createLogger } from "../gateway/logger.js";
 import { loadConfig } from "./config.js";
 import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
+import type { TurnOutcome } from "../gateway/types.js";
 import { announceQueued } from "../gateway/queued-notices.js";
 import { startGateway } from "./server.js";
 import { idleThisThread, lowerThisThreadPriority } from "./thread-priority.js";
@@ -25,12 +26,22 @@ const logger = createLogger(config.logLevel).child({ workers: "thread", threadId
 if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && process.platform === "linux") {
   logger.warn({ scheduling }, "SCHED_IDLE could not be set on the workers thread (is util-linux's chrt installed?); it runs at a lower nice value instead");
 }
+// The outcomes of one pass of the event loop go to the main thread's waiting requests in one message.
+let outcomes: TurnOutcome[] = [];
+const reportOutcomes = (answered: TurnOutcome[]): void => {
+  if (outcomes.length === 0) setImmediate(() => {
+    post({ type: "outcomes", outcomes });
+    outcomes = [];
+  });
+  outcomes.push(...answered);
+};
 const gateway = await startGateway(config, {
   http: false,
   workers: true,
   logger,
   backgroundCheckpoints: false,
   inProcessWakeUps: config.turnWakeUps === "local",
+  onTurnOutcomes: reportOutcomes,
 });
 port.on("message", (message: ToWorkersThread) => {
   if (message.type === "wake") {

@@ -1,6 +1,6 @@
 // Waiting for a turn's outcome (sync API replies, sync webhooks) with and without the conversation
 // the caller learnt from accept(): given it, the wait listens at once instead of reading the row first.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
 
@@ -31,4 +31,55 @@ describe("waitForOutcome", () => {
     await expect(ingress.waitForOutcome(987_654_321, 5_000, "no-such-conversation")).rejects.toThrow("unknown inbox row 987654321");
     await expect(ingress.waitForOutcome(987_654_321, 5_000)).rejects.toThrow("unknown inbox row 987654321");
   }, 20_000);
+});
+
+describe("waitForOutcome with this process's turns", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    // Ingress and workers in one gateway: a turn hands its rows' outcomes to the ingress in memory.
+    gw = await startTestGateway({ http: true, workers: true });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  async function outcomeWaits(source: "memory" | "row"): Promise<number> {
+    const metric = await gw.gateway.metrics.registry.getSingleMetric("switchboard_outcome_waits_total")?.get();
+    return metric?.values.find((v) => v.labels.source === source)?.value ?? 0;
+  }
+
+  it("answers from the outcome the turn handed over, not from the row read back", async () => {
+    const { ingress, store } = gw.gateway;
+    const [memoryBefore, rowBefore] = [await outcomeWaits("memory"), await outcomeWaits("row")];
+    for (const text of ["first of two", "second of two"]) {
+      const accepted = await ingress.accept(inbound("outcome-in-memory", text));
+      if (accepted.status !== "accepted") throw new Error("not accepted");
+      const outcome = await ingress.waitForOutcome(accepted.inboxId, 20_000, accepted.sessionId, { recordedNow: true });
+      expect(outcome).toMatchObject({ inboxId: accepted.inboxId, sessionId: accepted.sessionId, status: "done" });
+      expect(outcome.reply).toContain(text);
+      // The same outcome as the row holds, its receipt time included.
+      const row = await store.getInboxRow(accepted.inboxId);
+      expect(outcome).toEqual({ inboxId: row?.id, sessionId: row?.session_id, status: row?.status, reply: row?.reply, receivedAt: row?.received_at });
+    }
+    // (A release heard later, through Redis, may still read a row it finds pending: no outcome.)
+    expect(await outcomeWaits("memory")).toBe(memoryBefore + 2);
+    expect(await outcomeWaits("row")).toBe(rowBefore);
+  }, 30_000);
+
+  it("reads the row of a turn it was not handed over, and only once", async () => {
+    const { ingress, store } = gw.gateway;
+    const accepted = await ingress.accept(inbound("outcome-read", "answered before the wait"));
+    if (accepted.status !== "accepted") throw new Error("not accepted");
+    const done = await ingress.waitForOutcome(accepted.inboxId, 20_000, accepted.sessionId);
+    const rowBefore = await outcomeWaits("row");
+    const reads = vi.spyOn(store, "getInboxRow");
+    try {
+      // A retry's wait: the turn is long over, so only the row can say.
+      expect(await ingress.waitForOutcome(accepted.inboxId, 5_000, accepted.sessionId)).toEqual(done);
+      expect(reads).toHaveBeenCalledTimes(1);
+      expect(await outcomeWaits("row")).toBe(rowBefore + 1);
+    } finally {
+      reads.mockRestore();
+    }
+  }, 30_000);
 });

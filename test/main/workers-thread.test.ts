@@ -201,6 +201,31 @@ describe("serve with its workers in a thread", () => {
     }
   }, 90_000);
 
+  it("answers API requests from the outcomes its workers thread hands over, not from rows read back", async () => {
+    const apiKey = "thread-outcomes-api-key";
+    const served = await spawnGatewayProcess(["serve"], { ...db.env, SWITCHBOARD_API_KEY: apiKey }, 60_000);
+    try {
+      const ask = async (text: string): Promise<string> => {
+        const response = await fetch(`${served.url as string}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}`, "x-session-id": "thread-outcomes" },
+          body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
+        });
+        expect(response.status).toBe(200);
+        return ((await response.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content;
+      };
+      for (const text of ["one", "two", "three"]) expect(await ask(`outcome ${text}`)).toContain(`outcome ${text}`);
+      const metrics = await (await fetch(`${served.url as string}/metrics`)).text();
+      const waits = (source: string): number => Number(new RegExp(`switchboard_outcome_waits_total\\{source="${source}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+      // A release heard through Redis before the thread's message only reads a row; the outcome
+      // comes from memory unless that read found the row already done.
+      expect(waits("memory") + waits("row")).toBe(3);
+      expect(waits("memory")).toBeGreaterThanOrEqual(2);
+    } finally {
+      expect(await served.stop("SIGTERM"), served.output()).toBe(0);
+    }
+  }, 90_000);
+
   it("keeps the one-loop layout with WORKERS_LAYOUT=inline", async () => {
     const inline = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_LAYOUT: "inline" }, 60_000);
     try {

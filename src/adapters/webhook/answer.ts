@@ -101,7 +101,7 @@ export function webhookAnswer(ingress: GatewayIngress, ctx: WebhookAnswerContext
     const timeoutMs = route.sync_timeout_ms ?? ctx.syncTimeoutMs;
     let outcome: TurnOutcome;
     try {
-      outcome = await ingress.waitForOutcome(result.inboxId, timeoutMs, result.sessionId);
+      outcome = await ingress.waitForOutcome(result.inboxId, timeoutMs, result.sessionId, { recordedNow: true });
     } catch (err) {
       log.warn({ err, route: routeName, inboxId: result.inboxId }, "webhook sync reply timed out");
       return error(504, "reply_timeout", `no reply within ${timeoutMs} ms; the message is still being processed`, {

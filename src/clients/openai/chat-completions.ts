@@ -65,7 +65,7 @@ export async function handleChatCompletion(deps: ApiServerDeps, call: ChatComple
   }
   const accepted = await accept(deps, prepared.inbound);
   res.setHeader("X-Session-Id", prepared.addressed ?? accepted.sessionId);
-  const outcome = await waitForOutcome(deps, accepted.inboxId, accepted.sessionId);
+  const outcome = await waitForOutcome(deps, accepted.inboxId, accepted.sessionId, accepted.status === "accepted");
   const failure = failureOf(outcome);
   if (failure) throw failure;
   if (outcome.status === "interrupted") res.setHeader("X-Turn-Status", "interrupted");
@@ -132,9 +132,9 @@ async function accept(deps: ApiServerDeps, inbound: InboundMessage): Promise<Exc
   return result;
 }
 
-async function waitForOutcome(deps: ApiServerDeps, inboxId: number, conversationId?: string): Promise<TurnOutcome> {
+async function waitForOutcome(deps: ApiServerDeps, inboxId: number, conversationId?: string, recordedNow = false): Promise<TurnOutcome> {
   try {
-    return await deps.ingress.waitForOutcome(inboxId, deps.config.turnReplyTimeoutMs, conversationId);
+    return await deps.ingress.waitForOutcome(inboxId, deps.config.turnReplyTimeoutMs, conversationId, { recordedNow });
   } catch (err) {
     throw timeoutError(err) ?? err;
   }
