@@ -252,7 +252,9 @@ export class EventBus implements EventPublisher, EventSubscriber {
       dataJson,
       ts,
       channel: this.channelName(sessionId),
-      body: eventBody(sessionId, kind, dataJson, ts),
+      // The body is eventBody()'s, put together in Redis around the data sent once.
+      head: `{"session_id":${JSON.stringify(sessionId)},"kind":${JSON.stringify(kind)},"data":`,
+      tail: `,"ts":${ts}}`,
       refreshTtl: this.ttlRefreshDue(sessionId, ts),
     });
     return { id, session_id: sessionId, kind, data, ts };

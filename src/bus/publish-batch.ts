@@ -17,15 +17,17 @@ const MAX_BATCH = 64;
 /** How a published message marks an event without a stream id. */
 export const LIVE_ONLY_MARK = "-";
 
-// KEYS: the streams of the stored entries, in order. ARGV[1] maxlen, ARGV[2] ttl, then 7 per
-// entry: key index (0: live only), kind, data, ts, channel, body, refresh-ttl (1/0).
+// KEYS: the streams of the stored entries, in order. ARGV[1] maxlen, ARGV[2] ttl, then 8 per
+// entry: key index (0: live only), kind, data, ts, channel, body head, body tail, refresh-ttl
+// (1/0). A stored entry's published body is head .. data .. tail, so its data (most of an event)
+// crosses to Redis once; a live-only entry's body is its head alone.
 // Without a refresh the XADD must not create the stream (NOMKSTREAM): a stream that is gone
 // (expired, deleted) is created again with its TTL, never without one.
 const BATCH_SCRIPT = `
 local maxlen = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local ids = {}
-for i = 3, #ARGV, 7 do
+for i = 3, #ARGV, 8 do
   local k = tonumber(ARGV[i])
   if k == 0 then
     redis.call('PUBLISH', ARGV[i + 4], '${LIVE_ONLY_MARK} ' .. ARGV[i + 5])
@@ -34,12 +36,12 @@ for i = 3, #ARGV, 7 do
     local key = KEYS[k]
     local fields = {'MAXLEN', '~', maxlen, '*', 'kind', ARGV[i + 1], 'data', ARGV[i + 2], 'ts', ARGV[i + 3]}
     local id = false
-    if ttl > 0 and ARGV[i + 6] == '0' then id = redis.call('XADD', key, 'NOMKSTREAM', unpack(fields)) end
+    if ttl > 0 and ARGV[i + 7] == '0' then id = redis.call('XADD', key, 'NOMKSTREAM', unpack(fields)) end
     if not id then
       id = redis.call('XADD', key, unpack(fields))
       if ttl > 0 then redis.call('EXPIRE', key, ttl) end
     end
-    redis.call('PUBLISH', ARGV[i + 4], id .. ' ' .. ARGV[i + 5])
+    redis.call('PUBLISH', ARGV[i + 4], id .. ' ' .. ARGV[i + 5] .. ARGV[i + 2] .. ARGV[i + 6])
     ids[#ids + 1] = id
   end
 end
@@ -54,8 +56,12 @@ interface Entry {
   dataJson: string;
   ts: number;
   channel: string;
-  /** The message after the id (or the live-only mark). */
-  body: string;
+  /**
+   * The message after the id is head + dataJson + tail for a stored event; a live-only event's
+   * message (after its mark) is its head alone.
+   */
+  head: string;
+  tail: string;
   refreshTtl: boolean;
   settle: ((id: string) => void) | null;
   fail: ((err: unknown) => void) | null;
@@ -77,13 +83,13 @@ export class PublishBatch {
   constructor(private readonly options: PublishBatchOptions) {}
 
   /** Store and publish an event; resolves with its stream id once Redis ran the batch. */
-  stored(event: { stream: string; kind: string; dataJson: string; ts: number; channel: string; body: string; refreshTtl: boolean }): Promise<string> {
+  stored(event: { stream: string; kind: string; dataJson: string; ts: number; channel: string; head: string; tail: string; refreshTtl: boolean }): Promise<string> {
     return new Promise((resolve, reject) => this.add({ ...event, settle: resolve, fail: reject }));
   }
 
   /** Publish without storing (failures are logged: such an event is not meant to be reliable). */
   liveOnly(channel: string, body: string): void {
-    this.add({ stream: null, kind: "", dataJson: "", ts: 0, channel, body, refreshTtl: false, settle: null, fail: null });
+    this.add({ stream: null, kind: "", dataJson: "", ts: 0, channel, head: body, tail: "", refreshTtl: false, settle: null, fail: null });
   }
 
   private add(entry: Entry): void {
@@ -104,14 +110,14 @@ export class PublishBatch {
     this.entries = [];
     const { redis } = this.options;
     if (batch.every((entry) => entry.stream === null)) {
-      for (const entry of batch) redis.publish(entry.channel, `${LIVE_ONLY_MARK} ${entry.body}`).catch((err: unknown) => this.liveOnlyFailed(err));
+      for (const entry of batch) redis.publish(entry.channel, `${LIVE_ONLY_MARK} ${entry.head}`).catch((err: unknown) => this.liveOnlyFailed(err));
       return;
     }
     const keys: string[] = [];
     const args: string[] = [String(this.options.maxLen), String(this.options.ttlSeconds)];
     for (const entry of batch) {
       if (entry.stream !== null) keys.push(entry.stream);
-      args.push(entry.stream === null ? "0" : String(keys.length), entry.kind, entry.dataJson, String(entry.ts), entry.channel, entry.body, entry.refreshTtl ? "1" : "0");
+      args.push(entry.stream === null ? "0" : String(keys.length), entry.kind, entry.dataJson, String(entry.ts), entry.channel, entry.head, entry.tail, entry.refreshTtl ? "1" : "0");
     }
     run(redis, keys, args).then(
       (ids) => {

@@ -27,6 +27,7 @@ export class LeaseSql {
   private readonly deleteOwnRow: Statement<[string, string]>;
   private readonly selectAll: Statement<[], StoredLeaseRow & { conversation_id: string }>;
   private readonly acquireTransaction: (conversationId: string, holder: string, ttlSeconds: number, now: number) => LeaseAttempt;
+  private readonly acquireSteps: (conversationId: string, holder: string, ttlSeconds: number, now: number) => LeaseAttempt;
   private readonly reapTransaction: (conversationId: string, holder: string, now: number) => boolean;
 
   constructor(
@@ -56,7 +57,7 @@ export class LeaseSql {
     // One row per turn running (or left by a dead one) in the deployment: small.
     this.selectAll = db.prepare("SELECT conversation_id, holder, acquired_at, expires_at, ttl_seconds FROM session_turn_leases ORDER BY conversation_id");
 
-    const acquire = db.transaction((conversationId: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt => {
+    this.acquireSteps = (conversationId: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt => {
       let row = this.selectRow.get(conversationId);
       if (row && row.holder !== holder && (row.expires_at <= now || isHolderProvablyDead(row.holder, this.thisHost))) {
         this.deleteRow.run(conversationId);
@@ -72,7 +73,8 @@ export class LeaseSql {
         return { acquired: true };
       }
       return { acquired: false, holder: row.holder, expiresAt: row.expires_at, now };
-    });
+    };
+    const acquire = db.transaction(this.acquireSteps);
     this.acquireTransaction = (conversationId, holder, ttlSeconds, now) => acquire.immediate(conversationId, holder, ttlSeconds, now);
 
     const reap = db.transaction((conversationId: string, holder: string, now: number): boolean => {
@@ -96,6 +98,11 @@ export class LeaseSql {
    */
   tryAcquire(conversationId: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt {
     return this.acquireTransaction(conversationId, holder, ttlSeconds, now);
+  }
+
+  /** tryAcquire's steps for a caller already in a transaction (all or nothing with the caller's). */
+  tryAcquireWithin(conversationId: string, holder: string, ttlSeconds: number, now: number): LeaseAttempt {
+    return this.acquireSteps(conversationId, holder, ttlSeconds, now);
   }
 
   /** Extends expiry when `holder` owns the row (even if it ran out and nobody took it); else false. */

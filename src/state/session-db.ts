@@ -73,6 +73,8 @@ export interface SessionDBOptions extends StoreOptions {
 }
 
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
+/** A write that is a transaction of its own: in a batch it needs no savepoint around it. */
+const ATOMIC: WriteOptions = { atomic: true };
 /** Checkpointed elsewhere: this connection checkpoints only once the WAL is this many times the rewind bound. */
 const ELSEWHERE_AUTOCHECKPOINT_FACTOR = 4;
 /** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
@@ -192,7 +194,7 @@ export class SessionDB implements SessionStore {
     // guards. A warm-up read before it leaves only the newest transcript rows to read here, and the
     // rows become messages (with their images' bytes) after the commit.
     const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: { sessionId: string; pendingInboxLimit?: number }) => {
-      const attempt = this.leases.tryAcquire(conversationId, holder, ttl, this.clock());
+      const attempt = this.leases.tryAcquireWithin(conversationId, holder, ttl, this.clock());
       if (!attempt.acquired) return { attempt, read: null };
       const read = this.turnStartRows(reading.sessionId);
       const limit = reading.pendingInboxLimit ?? 0;
@@ -322,7 +324,7 @@ export class SessionDB implements SessionStore {
 
   /** The fenced flush: lease check, inserts, inbox completion and deliveries in one transaction. */
   async flushTurn(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<FlushResult> {
-    return this.write(() => this.flushTransaction(sessionId, messages, options));
+    return this.write(() => this.flushTransaction(sessionId, messages, options), ATOMIC);
   }
 
   async getMessages(sessionId: string): Promise<MessageRow[]> {
@@ -420,8 +422,8 @@ export class SessionDB implements SessionStore {
         resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
         // Batched with this pass's other writes; a busy database is reported to the wait loop.
         attempt: async (conversationId) => {
-          if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report" });
-          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report" });
+          if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report", atomic: true });
+          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report", atomic: true });
           // The rows became messages after the commit: that work holds no lock.
           if (step.read) read = turnStartReadOf(await this.withImageBytes(step.read));
           return step.attempt;
@@ -502,14 +504,14 @@ export class SessionDB implements SessionStore {
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
     // With attachments, the row and its images are one transaction: a turn never sees one without the other.
-    if (insert.attachments?.length) return this.write(() => this.recordWithAttachments(insert));
+    if (insert.attachments?.length) return this.write(() => this.recordWithAttachments(insert), ATOMIC);
     return this.write(() => this.inbox.record(insert, this.clock(), null));
   }
 
   /** Group commit: every row (with its images) in one transaction, one commit. */
   async recordInboundBatch(inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
     if (inserts.length === 0) return [];
-    return this.write(() => this.recordBatchTransaction(inserts));
+    return this.write(() => this.recordBatchTransaction(inserts), ATOMIC);
   }
 
   /** A keyed insert's session, found or created inside the caller's transaction: its conversation id. */
@@ -565,7 +567,7 @@ export class SessionDB implements SessionStore {
   // ---- deliveries ----
 
   async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
-    return this.write(() => this.createDeliveriesTransaction(inserts));
+    return this.write(() => this.createDeliveriesTransaction(inserts), ATOMIC);
   }
 
   async getDelivery(id: number): Promise<DeliveryRow | null> {
@@ -597,7 +599,7 @@ export class SessionDB implements SessionStore {
   }
 
   async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
-    return this.write(() => this.recordReceiptTransaction(platform, platformMessageId, receipt));
+    return this.write(() => this.recordReceiptTransaction(platform, platformMessageId, receipt), ATOMIC);
   }
 
   // ---- lifecycle ----

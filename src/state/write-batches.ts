@@ -15,11 +15,17 @@ import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
 export interface WriteOptions {
   /** "retry" (default): wait out another writer; "report": reject with the busy error at once. */
   busy?: "retry" | "report";
+  /**
+   * The work is a transaction of its own (better-sqlite3's db.transaction): inside a batch it
+   * runs as a savepoint already, and needs no second one around it.
+   */
+  atomic?: boolean;
 }
 
 interface QueuedWrite {
   work: () => unknown;
   retriesBusy: boolean;
+  atomic: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -40,14 +46,14 @@ export class WriteBatches {
   ) {
     // Inside the batch's transaction better-sqlite3 runs a nested transaction as a savepoint.
     const savepoint = db.transaction((work: () => unknown) => work());
-    const batch = db.transaction((writes: readonly QueuedWrite[]) => writes.map((write) => outcomeOf(() => savepoint(write.work))));
+    const batch = db.transaction((writes: readonly QueuedWrite[]) => writes.map((write) => outcomeOf(write.atomic ? write.work : () => savepoint(write.work))));
     this.inOneTransaction = (writes) => batch.immediate(writes);
   }
 
   /** Queue a synchronous write; it runs (and commits) at the end of this pass of the event loop. */
   write<T>(work: () => T, options: WriteOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queued.push({ work, retriesBusy: options.busy !== "report", resolve: resolve as (value: unknown) => void, reject });
+      this.queued.push({ work, retriesBusy: options.busy !== "report", atomic: options.atomic === true, resolve: resolve as (value: unknown) => void, reject });
       if (this.queued.length === 1) setImmediate(() => void this.runQueued());
     });
   }

@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import { EventBus } from "../../src/bus/event-bus.js";
 import type { GatewayEvent } from "../../src/gateway/types.js";
 import { deletePrefix, newRedisClient, uniquePrefix } from "../support/redis.js";
+import { waitFor } from "../support/gateway.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -79,6 +80,20 @@ describe("EventBus", () => {
     const replayed = [];
     for await (const page of bus.replay("s1", { ms: 0, seq: 0 })) replayed.push(...page);
     expect(replayed).toEqual([first, second]);
+  });
+
+  it("publishes a stored event's message as its id and its JSON body, whose data crosses to Redis once", async () => {
+    const { prefix } = setup();
+    const { bus } = processBus(prefix);
+    const raw = newRedisClient();
+    cleanups.push(async () => raw.disconnect());
+    const messages: string[] = [];
+    raw.on("pmessage", (_pattern: string, _channel: string, message: string) => messages.push(message));
+    await raw.psubscribe(`${prefix}*`);
+    const data = { text: 'quotes " and \\ back, unicode é 🙂, a newline\n', inbox_ids: [7] };
+    const event = await bus.publish("s \"odd\"", "turn.completed", data);
+    await waitFor(() => messages.length > 0 || null, 5_000, "the published message", 5);
+    expect(messages).toEqual([`${event.id} ${JSON.stringify({ session_id: 's "odd"', kind: "turn.completed", data, ts: event.ts })}`]);
   });
 
   it("delivers live events of a session in publish order to subscribers in two processes", async () => {

@@ -63,6 +63,36 @@ describe("WriteBatches", () => {
     expect(names()).toEqual(["taken", "x", "y"]);
   });
 
+  it("runs an atomic write (a transaction of its own) without a savepoint around it, and still rolls it back alone", async () => {
+    await batches.write(insert("taken"));
+    const both = db.transaction(() => {
+      insert("half-done")();
+      insert("taken")(); // UNIQUE constraint
+    });
+    const one = db.transaction(() => insert("z")());
+    // better-sqlite3 runs a nested transaction's SAVEPOINT as a statement: count them.
+    const statementProto = Object.getPrototypeOf(db.prepare("SELECT 1")) as { run: (...args: unknown[]) => unknown };
+    const run = statementProto.run;
+    let savepoints = 0;
+    statementProto.run = function (this: { source: string }, ...args: unknown[]) {
+      if (this.source.startsWith("SAVEPOINT")) savepoints += 1;
+      return run.apply(this, args);
+    };
+    let settled: PromiseSettledResult<unknown>[];
+    try {
+      settled = await Promise.allSettled([batches.write(insert("x")), batches.write(() => both(), { atomic: true }), batches.write(() => one(), { atomic: true })]);
+    } finally {
+      statementProto.run = run;
+    }
+    const [first, failing, third] = settled;
+    expect(first.status).toBe("fulfilled");
+    expect(third.status).toBe("fulfilled");
+    expect(failing.status).toBe("rejected");
+    expect(names()).toEqual(["taken", "x", "z"]);
+    // One for the plain write, one each inside the two transactions: none around them.
+    expect(savepoints).toBe(3);
+  });
+
   it("runs a lone write as it is (its own transaction, no savepoint) and writes of later passes in later commits", async () => {
     const own = db.transaction(() => {
       insert("p")();
