@@ -154,7 +154,7 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   workersLayout: WorkersLayout;
   /** How much lower the workers thread's scheduling priority is than the HTTP thread's (nice steps; 0: the same). */
   workersThreadNice: number;
-  /** `idle`: the workers thread runs under SCHED_IDLE (Linux), its nice steps only where that cannot be set; `nice`: nice steps only. */
+  /** `nice` (default): nice steps only; `idle`: the workers thread runs under SCHED_IDLE (Linux), its nice steps only where that cannot be set. */
   workersThreadScheduling: WorkersThreadScheduling;
   /** `serve` with workers: wake its own turns in memory (`local`) or through BullMQ for every message (`queue`). */
   turnWakeUps: TurnWakeUps;
@@ -213,8 +213,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
     workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
-    workersThreadNice: envValue(env, "WORKERS_THREAD_NICE", intFrom(0, 19)) ?? file.workers_thread_nice ?? 10,
-    workersThreadScheduling: envValue(env, "WORKERS_THREAD_SCHEDULING", workersThreadScheduling) ?? file.workers_thread_scheduling ?? "idle",
+    workersThreadNice: envValue(env, "WORKERS_THREAD_NICE", intFrom(0, 19)) ?? file.workers_thread_nice ?? 19,
+    workersThreadScheduling: envValue(env, "WORKERS_THREAD_SCHEDULING", workersThreadScheduling) ?? file.workers_thread_scheduling ?? "nice",
     turnWakeUps: envValue(env, "TURN_WAKE_UPS", turnWakeUps) ?? file.turn_wake_ups ?? "local",
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
     llm: {

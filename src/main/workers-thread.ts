@@ -18,8 +18,9 @@ const { redisUrl } = workerData as WorkersThreadData;
 const post = (message: FromWorkersThread): void => port.postMessage(message);
 
 const config = loadConfig(process.env, { redisUrl });
-// Turns yield the CPU to the HTTP acks on the main thread when the cores are busy: nice steps
-// first, so they hold wherever SCHED_IDLE cannot be set; under SCHED_IDLE the nice value is moot.
+// Turns yield the CPU to the HTTP acks on the main thread when the cores are busy: 19 nice steps
+// by default (a sliver of a contended core, never none); with WORKERS_THREAD_SCHEDULING=idle,
+// SCHED_IDLE (the nice steps hold wherever that cannot be set; under it they are moot).
 lowerThisThreadPriority(config.workersThreadNice);
 const scheduling = config.workersThreadScheduling === "idle" && idleThisThread() ? "idle" : `nice +${config.workersThreadNice}`;
 const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });

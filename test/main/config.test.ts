@@ -31,15 +31,15 @@ describe("configuration", () => {
     expect(() => loadConfig({ WORKERS_LAYOUT: "process" })).toThrow(/^WORKERS_LAYOUT: /);
   });
 
-  it("lowers the workers thread's priority by 10 nice steps unless WORKERS_THREAD_NICE says otherwise", () => {
-    expect(loadConfig({}).workersThreadNice).toBe(10);
+  it("lowers the workers thread's priority by 19 nice steps unless WORKERS_THREAD_NICE says otherwise", () => {
+    expect(loadConfig({}).workersThreadNice).toBe(19);
     expect(loadConfig({ WORKERS_THREAD_NICE: "0" }).workersThreadNice).toBe(0);
     expect(() => loadConfig({ WORKERS_THREAD_NICE: "20" })).toThrow(/^WORKERS_THREAD_NICE: /);
   });
 
-  it("runs the workers thread under SCHED_IDLE unless WORKERS_THREAD_SCHEDULING=nice", () => {
-    expect(loadConfig({}).workersThreadScheduling).toBe("idle");
-    expect(loadConfig({ WORKERS_THREAD_SCHEDULING: "nice" }).workersThreadScheduling).toBe("nice");
+  it("lowers the workers thread by nice steps unless WORKERS_THREAD_SCHEDULING=idle", () => {
+    expect(loadConfig({}).workersThreadScheduling).toBe("nice");
+    expect(loadConfig({ WORKERS_THREAD_SCHEDULING: "idle" }).workersThreadScheduling).toBe("idle");
     expect(() => loadConfig({ WORKERS_THREAD_SCHEDULING: "realtime" })).toThrow(/^WORKERS_THREAD_SCHEDULING: /);
   });
 

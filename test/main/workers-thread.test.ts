@@ -163,9 +163,8 @@ describe("serve with its workers in a thread", () => {
     }
   }, 90_000);
 
-  it.runIf(process.platform === "linux")("runs its workers thread under SCHED_IDLE by default, and a restarted thread too", async () => {
-    // The suite's default is nice (vitest.config.ts): empty means the gateway's own default.
-    const idle = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "" }, 60_000);
+  it.runIf(process.platform === "linux")("runs its workers thread under SCHED_IDLE with WORKERS_THREAD_SCHEDULING=idle, and a restarted thread too", async () => {
+    const idle = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "idle" }, 60_000);
     try {
       await threadLogLine(idle);
       expect(idle.output()).toMatch(/"scheduling":"idle".*"msg":"workers running in their own thread"/);
@@ -186,15 +185,16 @@ describe("serve with its workers in a thread", () => {
     }
   }, 90_000);
 
-  it("lowers the workers thread by nice steps alone with WORKERS_THREAD_SCHEDULING=nice", async () => {
-    const niced = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "nice", WORKERS_THREAD_NICE: "7" }, 60_000);
+  it("lowers the workers thread by 19 nice steps alone by default", async () => {
+    // The suite sets its own (vitest.config.ts): empty means the gateway's own default.
+    const niced = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "", WORKERS_THREAD_NICE: "" }, 60_000);
     try {
       await threadLogLine(niced);
-      expect(niced.output()).toMatch(/"scheduling":"nice \+7".*"msg":"workers running in their own thread"/);
+      expect(niced.output()).toMatch(/"scheduling":"nice \+19".*"msg":"workers running in their own thread"/);
       if (process.platform !== "linux") return;
       expect(idleThreads(niced.pid)).toEqual([]);
       const mainNice = getPriority(niced.pid);
-      const lowered = readdirSync(`/proc/${niced.pid}/task`).map(Number).filter((tid) => getPriority(tid) === Math.min(19, mainNice + 7));
+      const lowered = readdirSync(`/proc/${niced.pid}/task`).map(Number).filter((tid) => getPriority(tid) === Math.min(19, mainNice + 19));
       expect(lowered).toHaveLength(1);
     } finally {
       await niced.stop("SIGKILL");
