@@ -58,7 +58,7 @@ async function runRound(
   const unexpectedBefore = env.driver.tracker.unexpectedPosts;
   let result: Round;
   try {
-    await warmUp(env.driver, system);
+    await warmUp(env.driver, system, shape);
 
     const closedTotal = shape.conversations * shape.messages;
     const closedProgress = new Progress(`${label}: closed loop`, closedTotal, ctx.progress);
@@ -302,7 +302,7 @@ export async function slackBenchmark(ctx: BenchContext): Promise<BenchResult> {
   ];
   const roundOrder = rounds.map((r) => (r.system === "peer" ? "A" : "B")).join(" ");
   const notes = [
-    `Rounds ${roundOrder} (A: ${SYSTEM_LABELS.peer}, B: ${SYSTEM_LABELS.switchboard}), each on a freshly started server process after a warm-up of 20 conversations x 5 messages; ` +
+    `Rounds ${roundOrder} (A: ${SYSTEM_LABELS.peer}, B: ${SYSTEM_LABELS.switchboard}), each on a freshly started server process after an uncounted warm-up of the closed loop's shape on other conversations; ` +
       `latency percentiles pool the rounds, messages/s is their mean (per round: ${SYSTEM_LABELS.peer} ${peer.msgsPerS.map(fmt).join(", ")}; ${SYSTEM_LABELS.switchboard} ${sb.msgsPerS.map(fmt).join(", ")}).`,
     `Closed loop: ${shape.conversations} conversations x ${shape.messages} mentions, each conversation its own channel, user and thread; the next mention once the previous echo is shown. ` +
       `Steady: ${shape.steadyRatePerS} mentions/s for ${shape.steadySeconds} s, open loop, over ${shape.steadyConversations} conversations (generator lag p99 ${fmt(Math.max(peer.steadyLagP99Ms, sb.steadyLagP99Ms))} ms). ` +

@@ -62,7 +62,7 @@ export async function profileSwitchboard(
   let fromUs: number;
   let toUs: number;
   try {
-    await warmUp(env.driver, system);
+    await warmUp(env.driver, system, shape);
     before = await readProcessCounters(socket);
     const progress = new Progress("Switchboard, profiled: closed loop", messages, ctx.progress);
     // V8 stamps samples with the monotonic clock process.hrtime reads, in every thread.
