@@ -30,6 +30,7 @@ if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && proces
 // The outcomes of one pass of the event loop go to the main thread's waiting requests in one message.
 let outcomes: TurnOutcome[] = [];
 const reportOutcomes = (answered: TurnOutcome[]): void => {
+  if (answered.length === 0) return;
   if (outcomes.length === 0) setImmediate(() => {
     post({ type: "outcomes", outcomes });
     outcomes = [];
