@@ -75,6 +75,8 @@ export interface SessionDBOptions extends StoreOptions {
 const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 /** A write that is a transaction of its own: in a batch it needs no savepoint around it. */
 const ATOMIC: WriteOptions = { atomic: true };
+/** A batch the caller gathered: atomic, and run at once (write-batches.ts). */
+const GATHERED: WriteOptions = { atomic: true, now: true };
 /** Checkpointed elsewhere: this connection checkpoints only once the WAL is this many times the rewind bound. */
 const ELSEWHERE_AUTOCHECKPOINT_FACTOR = 4;
 /** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
@@ -511,7 +513,7 @@ export class SessionDB implements SessionStore {
   /** Group commit: every row (with its images) in one transaction, one commit. */
   async recordInboundBatch(inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
     if (inserts.length === 0) return [];
-    return this.write(() => this.recordBatchTransaction(inserts), ATOMIC);
+    return this.write(() => this.recordBatchTransaction(inserts), GATHERED);
   }
 
   /** A keyed insert's session, found or created inside the caller's transaction: its conversation id. */

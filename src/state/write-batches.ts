@@ -20,6 +20,12 @@ export interface WriteOptions {
    * runs as a savepoint already, and needs no second one around it.
    */
   atomic?: boolean;
+  /**
+   * The work is a batch its caller already gathered (the ingress's group commit): it runs at once,
+   * with whatever was queued before it, instead of at the end of this pass of the event loop. In
+   * a pass that reads a flood of requests that end is the next pass, a whole pass of reading later.
+   */
+  now?: boolean;
 }
 
 interface QueuedWrite {
@@ -54,12 +60,15 @@ export class WriteBatches {
   write<T>(work: () => T, options: WriteOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queued.push({ work, retriesBusy: options.busy !== "report", atomic: options.atomic === true, resolve: resolve as (value: unknown) => void, reject });
-      if (this.queued.length === 1) setImmediate(() => void this.runQueued());
+      if (options.now === true) void this.runQueued();
+      else if (this.queued.length === 1) setImmediate(() => void this.runQueued());
     });
   }
 
   private async runQueued(): Promise<void> {
     let writes = this.queued;
+    // A write run at once took the queue along, before this pass's scheduled run came.
+    if (writes.length === 0) return;
     this.queued = [];
     const settle = (outcomes: Outcome[]) => outcomes.forEach((o, i) => (o.ok ? writes[i].resolve(o.value) : writes[i].reject(o.error)));
     const failAll = (err: unknown) => writes.forEach((write) => write.reject(err));

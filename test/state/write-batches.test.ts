@@ -138,4 +138,21 @@ describe("WriteBatches", () => {
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(names()).toEqual([]);
   });
+
+  it("runs a gathered batch at once, taking along the writes queued before it, in order; the pass's scheduled run finds nothing left", async () => {
+    const queued = batches.write(insert("queued first"));
+    const gathered = batches.write(insert("gathered"), { now: true });
+    // Committed before this pass of the event loop ends, not at its end.
+    expect(names()).toEqual(["queued first", "gathered"]);
+    expect(lockedSteps).toBe(1);
+    expect((await Promise.all([queued, gathered])).map(Number)).toEqual([1, 2]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lockedSteps).toBe(1);
+    // A write after it is queued for the end of its pass as before.
+    const later = batches.write(insert("later"));
+    expect(names()).toEqual(["queued first", "gathered"]);
+    await later;
+    expect(lockedSteps).toBe(2);
+    expect(names()).toEqual(["queued first", "gathered", "later"]);
+  });
 });
