@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, readlinkSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
+import type { HoldingPriority } from "../state/write-gate.js";
 
 const MAX_NICE = 19;
 /** Linux's policies, as /proc/<pid>/task/<tid>/stat reports a thread's. */
@@ -25,6 +26,17 @@ function kernelThreadId(): number | null {
   }
 }
 
+/** This thread's nice value, or null where it cannot be read. */
+export function thisThreadNice(): number | null {
+  const tid = kernelThreadId();
+  if (tid === null) return null;
+  try {
+    return getPriority(tid);
+  } catch {
+    return null;
+  }
+}
+
 /** Raise this thread's nice value by `by` (capped at 19); the value it now has, or null when it could not. */
 export function lowerThisThreadPriority(by: number): number | null {
   if (by <= 0) return null;
@@ -37,6 +49,27 @@ export function lowerThisThreadPriority(by: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * Around its write-gate holds, a thread lowered to `loweredNice` goes back to `normalNice` (the
+ * HTTP thread's) and down again after: two setpriority calls of about a microsecond each. Going
+ * back up needs CAP_SYS_NICE or an RLIMIT_NICE that allows it (`ulimit -e`, systemd's LimitNICE);
+ * null where the kernel refuses, tried once here.
+ */
+export function gateHoldPriority(normalNice: number, loweredNice: number): HoldingPriority | null {
+  const tid = kernelThreadId();
+  if (tid === null || loweredNice <= normalNice) return null;
+  try {
+    setPriority(tid, normalNice);
+    setPriority(tid, loweredNice);
+  } catch {
+    return null;
+  }
+  return {
+    raise: () => setPriority(tid, normalNice),
+    lower: () => setPriority(tid, loweredNice),
+  };
 }
 
 /** A thread's scheduling policy (SCHED_OTHER 0, SCHED_BATCH 3, SCHED_IDLE 5...), or null when unreadable. */

@@ -9,7 +9,8 @@ import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
 import type { TurnOutcome } from "../gateway/types.js";
 import { announceQueued } from "../gateway/queued-notices.js";
 import { startGateway } from "./server.js";
-import { idleThisThread, lowerThisThreadPriority } from "./thread-priority.js";
+import { setHoldingPriority } from "../state/write-gate.js";
+import { gateHoldPriority, idleThisThread, lowerThisThreadPriority, thisThreadNice } from "./thread-priority.js";
 import { MCP_STATUS_INTERVAL_MS, type FromWorkersThread, type ToWorkersThread, type WorkersThreadData } from "./workers-thread-protocol.js";
 
 const port = parentPort;
@@ -21,8 +22,14 @@ const config = loadConfig(process.env, { redisUrl });
 // Turns yield the CPU to the HTTP acks on the main thread when the cores are busy: 19 nice steps
 // by default (a sliver of a contended core, never none); with WORKERS_THREAD_SCHEDULING=idle,
 // SCHED_IDLE (the nice steps hold wherever that cannot be set; under it they are moot).
-lowerThisThreadPriority(config.workersThreadNice);
-const scheduling = config.workersThreadScheduling === "idle" && idleThisThread() ? "idle" : `nice +${config.workersThreadNice}`;
+const normalNice = thisThreadNice();
+const loweredNice = lowerThisThreadPriority(config.workersThreadNice);
+const idle = config.workersThreadScheduling === "idle" && idleThisThread();
+// While it holds the database's write gate the thread runs at the HTTP thread's priority, where the
+// kernel lets it (the HTTP thread's inserts wait for the holder: write-gate.ts).
+const gateHold = !idle && normalNice !== null && loweredNice !== null ? gateHoldPriority(normalNice, loweredNice) : null;
+setHoldingPriority(gateHold);
+const scheduling = idle ? "idle" : `nice +${config.workersThreadNice}${gateHold ? ", normal while it writes" : ""}`;
 const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });
 if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && process.platform === "linux") {
   logger.warn({ scheduling }, "SCHED_IDLE could not be set on the workers thread (is util-linux's chrt installed?); it runs at a lower nice value instead");

@@ -147,7 +147,7 @@ export class SessionDB implements SessionStore {
       this.db.pragma(`wal_autocheckpoint = ${ELSEWHERE_AUTOCHECKPOINT_FACTOR * (options.walRestartFrames ?? DEFAULT_RESTART_AFTER_FRAMES)}`);
     }
 
-    this.writes = new WriteBatches(this.db, (step) => this.holdingGate(step), this.busyRetryDeadlineMs);
+    this.writes = new WriteBatches(this.db, (step) => this.holdingGate(step), this.busyRetryDeadlineMs, this.gate);
     this.sessions = new SessionSql(this.db);
     this.messages = new MessageSql(this.db);
     this.leases = new LeaseSql(this.db, options.hostname ?? thisHost());

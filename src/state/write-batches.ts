@@ -41,18 +41,42 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 /** Runs one synchronous step holding the connection's write gate (a busy error propagates). */
 export type RunLocked = <T>(step: () => T) => Promise<T>;
 
+/**
+ * The write gate's word on other threads (write-gate.ts): a batch that finds another thread
+ * waiting ends after its current write and commits what it has, and the rest runs once the
+ * waiting thread has had its turn. The HTTP thread's inserts then wait for one of the turns'
+ * writes, not for a whole pass of them.
+ */
+export interface GateTurns {
+  othersWaiting(): boolean;
+  afterWaiters(): Promise<void>;
+}
+
+const NO_OTHERS: GateTurns = { othersWaiting: () => false, afterWaiters: () => Promise.resolve() };
+
 export class WriteBatches {
   private queued: QueuedWrite[] = [];
+  /** A batch gave way to another thread: its rest (at the queue's front) runs after that thread's turn. */
+  private yielded = false;
   private readonly inOneTransaction: (writes: readonly QueuedWrite[]) => Outcome[];
 
   constructor(
     db: Database,
     private readonly runLocked: RunLocked,
     private readonly busyDeadlineMs: number,
+    private readonly gate: GateTurns = NO_OTHERS,
   ) {
     // Inside the batch's transaction better-sqlite3 runs a nested transaction as a savepoint.
     const savepoint = db.transaction((work: () => unknown) => work());
-    const batch = db.transaction((writes: readonly QueuedWrite[]) => writes.map((write) => outcomeOf(write.atomic ? write.work : () => savepoint(write.work))));
+    // Outcomes of a prefix of the writes: the batch ends early when another thread waits for the gate.
+    const batch = db.transaction((writes: readonly QueuedWrite[]) => {
+      const outcomes: Outcome[] = [];
+      for (const write of writes) {
+        outcomes.push(outcomeOf(write.atomic ? write.work : () => savepoint(write.work)));
+        if (outcomes.length < writes.length && this.gate.othersWaiting()) break;
+      }
+      return outcomes;
+    });
     this.inOneTransaction = (writes) => batch.immediate(writes);
   }
 
@@ -67,10 +91,14 @@ export class WriteBatches {
 
   private async runQueued(): Promise<void> {
     let writes = this.queued;
-    // A write run at once took the queue along, before this pass's scheduled run came.
-    if (writes.length === 0) return;
+    // A write run at once took the queue along, before this pass's scheduled run came; or a
+    // batch gave way, and its resumption runs the queue.
+    if (writes.length === 0 || this.yielded) return;
     this.queued = [];
-    const settle = (outcomes: Outcome[]) => outcomes.forEach((o, i) => (o.ok ? writes[i].resolve(o.value) : writes[i].reject(o.error)));
+    const settle = (outcomes: Outcome[]) => {
+      outcomes.forEach((o, i) => (o.ok ? writes[i].resolve(o.value) : writes[i].reject(o.error)));
+      if (outcomes.length < writes.length) this.resumeAfterWaiters(writes.slice(outcomes.length));
+    };
     const failAll = (err: unknown) => writes.forEach((write) => write.reject(err));
     await retryWhileBusy(async () => {
       try {
@@ -85,7 +113,17 @@ export class WriteBatches {
     }, this.busyDeadlineMs).catch(failAll);
   }
 
-  /** A lone write runs as it is; several run in one transaction, a savepoint each. */
+  /** The rest of a batch that gave way goes first once the waiting thread has been in. */
+  private resumeAfterWaiters(rest: QueuedWrite[]): void {
+    this.queued = [...rest, ...this.queued];
+    this.yielded = true;
+    void this.gate.afterWaiters().then(() => {
+      this.yielded = false;
+      return this.runQueued();
+    });
+  }
+
+  /** A lone write runs as it is; several run in one transaction, a savepoint each (a prefix of them when it gives way). */
   private runBatch(writes: readonly QueuedWrite[]): Outcome[] {
     return writes.length > 1 ? this.inOneTransaction(writes) : [outcomeOf(writes[0].work)];
   }

@@ -6,12 +6,29 @@
 // thread runs its (synchronous, short) transaction and is woken when it ends; holdAsync() waits
 // without blocking the event loop. Other processes on the same file still meet SQLITE_BUSY and
 // retry (busy-retry.ts): the gate is a shortcut, SQLite's own lock stays what keeps writes apart.
+//
+// The gate also counts the threads waiting for it, so a holder running a batch of many writes
+// (the turns' thread) can end its transaction early and let a waiter in (write-batches.ts): the
+// HTTP thread's insert waits for one write of a pass, not the whole pass, and not for a low
+// priority holder that lost its core halfway through a long batch.
 import { getEnvironmentData, setEnvironmentData, threadId } from "node:worker_threads";
 
 const KEY_PREFIX = "switchboard.sqlite-write-gate:";
 /** Past this, the holder is taken for gone (a terminated thread cannot release) and the gate is taken over. */
 export const DEFAULT_STEAL_AFTER_MS = 1_000;
 const FREE = 0;
+/** The cell's slots: who holds the gate, how many wait for it, how many got in after waiting. */
+const HOLDER = 0;
+const WAITING = 1;
+const ENTERED = 2;
+const CELLS = 3;
+/** A batch that gave way waits at most this long for the waiters to have been in. */
+const GIVE_WAY_MAX_MS = 5;
+/**
+ * Waiters that did not come in time are not given way to for this long: a count left behind by a
+ * thread that ended while it waited would otherwise cut every batch short.
+ */
+const UNHEEDED_WAITERS_MS = 100;
 
 type WaitAsync = (
   cell: Int32Array,
@@ -24,6 +41,26 @@ const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
 
 const counted = { waits: 0, waitedMs: 0 };
 
+/** What this thread does around each hold of a gate (module state: every thread has its own). */
+export interface HoldingPriority {
+  /** Just after this thread took a gate. */
+  raise(): void;
+  /** Just before it lets go of it. */
+  lower(): void;
+}
+
+let holdingPriority: HoldingPriority | null = null;
+
+/**
+ * A low-priority thread (serve's workers thread) runs at the normal priority while it holds a
+ * gate: the priority ceiling protocol. Otherwise a holder that loses its core halfway through a
+ * transaction keeps the HTTP thread's insert waiting behind every normal-priority thread of the
+ * machine (priority inversion). null: no change around holds.
+ */
+export function setHoldingPriority(priority: HoldingPriority | null): void {
+  holdingPriority = priority;
+}
+
 /** How often this thread found a write gate held since it started, and how long it waited (for /metrics). */
 export function writeGateStats(): { waits: number; waitedMs: number } {
   return { ...counted };
@@ -32,6 +69,8 @@ export function writeGateStats(): { waits: number; waitedMs: number } {
 export class WriteGate {
   /** This thread's mark in the cell: never FREE (thread ids start at 0). */
   private readonly me = threadId + 1;
+  /** Until then othersWaiting() says no (see UNHEEDED_WAITERS_MS). */
+  private heedWaitersFrom = 0;
 
   private constructor(
     private readonly cell: Int32Array,
@@ -47,7 +86,7 @@ export class WriteGate {
     const key = KEY_PREFIX + fileKey;
     const inherited = getEnvironmentData(key);
     if (inherited instanceof SharedArrayBuffer) return new WriteGate(new Int32Array(inherited), stealAfterMs);
-    const shared = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
+    const shared = new SharedArrayBuffer(CELLS * Int32Array.BYTES_PER_ELEMENT);
     setEnvironmentData(key, shared);
     return new WriteGate(new Int32Array(shared), stealAfterMs);
   }
@@ -59,12 +98,36 @@ export class WriteGate {
 
   /** A gate nobody else shares (an in-memory database). */
   static private(): WriteGate {
-    return new WriteGate(new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)), DEFAULT_STEAL_AFTER_MS);
+    return new WriteGate(new Int32Array(new SharedArrayBuffer(CELLS * Int32Array.BYTES_PER_ELEMENT)), DEFAULT_STEAL_AFTER_MS);
+  }
+
+  /** Some other thread is waiting for the gate (the holder's cue to end its batch early). */
+  othersWaiting(): boolean {
+    return Atomics.load(this.cell, WAITING) > 0 && performance.now() >= this.heedWaitersFrom;
+  }
+
+  /** Resolves once a waiting thread has taken the gate, or none waits (or after a few ms, whatever they do). */
+  async afterWaiters(): Promise<void> {
+    const until = performance.now() + GIVE_WAY_MAX_MS;
+    const entered = Atomics.load(this.cell, ENTERED);
+    for (;;) {
+      if (Atomics.load(this.cell, WAITING) === 0 || !waitAsync) return;
+      const now = Atomics.load(this.cell, ENTERED);
+      if (now !== entered) return;
+      const left = until - performance.now();
+      if (left <= 0) {
+        this.heedWaitersFrom = performance.now() + UNHEEDED_WAITERS_MS;
+        return;
+      }
+      const wait = waitAsync(this.cell, ENTERED, now, left);
+      if (wait.async) await wait.value;
+    }
   }
 
   /** Run a synchronous write holding the gate. Nested calls in this thread run straight through. */
   hold<T>(work: () => T): T {
     const taken = this.take();
+    if (taken) holdingPriority?.raise();
     try {
       return work();
     } finally {
@@ -79,27 +142,25 @@ export class WriteGate {
   async holdAsync<T>(work: () => T): Promise<T> {
     let started = 0;
     for (;;) {
-      const holder = Atomics.compareExchange(this.cell, 0, FREE, this.me);
+      const holder = Atomics.compareExchange(this.cell, HOLDER, FREE, this.me);
       if (holder === FREE || holder === this.me || !waitAsync) {
-        if (started !== 0) counted.waitedMs += performance.now() - started;
+        if (started !== 0) this.waited(started);
         return holder === FREE ? this.runAndRelease(work) : this.hold(work);
       }
-      if (started === 0) {
-        started = performance.now();
-        counted.waits += 1;
-      }
+      if (started === 0) started = this.startWaiting();
       const left = this.stealAfterMs - (performance.now() - started);
-      const waiting = left > 0 ? waitAsync(this.cell, 0, holder, left) : null;
+      const waiting = left > 0 ? waitAsync(this.cell, HOLDER, holder, left) : null;
       const outcome = waiting === null ? "timed-out" : waiting.async ? await waiting.value : waiting.value;
       if (outcome !== "timed-out") continue;
-      if (Atomics.compareExchange(this.cell, 0, holder, this.me) === holder) {
-        counted.waitedMs += performance.now() - started;
+      if (Atomics.compareExchange(this.cell, HOLDER, holder, this.me) === holder) {
+        this.waited(started);
         return this.runAndRelease(work);
       }
     }
   }
 
   private runAndRelease<T>(work: () => T): T {
+    holdingPriority?.raise();
     try {
       return work();
     } finally {
@@ -111,25 +172,37 @@ export class WriteGate {
   private take(): boolean {
     let started = 0;
     for (;;) {
-      const holder = Atomics.compareExchange(this.cell, 0, FREE, this.me);
+      const holder = Atomics.compareExchange(this.cell, HOLDER, FREE, this.me);
       if (holder === FREE) break;
       if (holder === this.me) return false;
-      if (started === 0) {
-        started = performance.now();
-        counted.waits += 1;
-      }
+      if (started === 0) started = this.startWaiting();
       const left = this.stealAfterMs - (performance.now() - started);
       // Sleeps until the holder's release() notifies, or the cell changes under it.
-      if (left > 0 && Atomics.wait(this.cell, 0, holder, left) !== "timed-out") continue;
-      if (Atomics.compareExchange(this.cell, 0, holder, this.me) === holder) break;
+      if (left > 0 && Atomics.wait(this.cell, HOLDER, holder, left) !== "timed-out") continue;
+      if (Atomics.compareExchange(this.cell, HOLDER, holder, this.me) === holder) break;
     }
-    if (started !== 0) counted.waitedMs += performance.now() - started;
+    if (started !== 0) this.waited(started);
     return true;
   }
 
+  private startWaiting(): number {
+    counted.waits += 1;
+    Atomics.add(this.cell, WAITING, 1);
+    return performance.now();
+  }
+
+  /** This thread holds the gate after waiting: one waiter fewer (a holder that gave way is told). */
+  private waited(started: number): void {
+    counted.waitedMs += performance.now() - started;
+    Atomics.sub(this.cell, WAITING, 1);
+    Atomics.add(this.cell, ENTERED, 1);
+    Atomics.notify(this.cell, ENTERED);
+  }
+
   private release(): void {
+    holdingPriority?.lower();
     // Only our own mark is cleared: a gate taken over from us stays with its new holder.
     // Every waiter: several writes of one thread may be waiting asynchronously.
-    if (Atomics.compareExchange(this.cell, 0, this.me, FREE) === this.me) Atomics.notify(this.cell, 0);
+    if (Atomics.compareExchange(this.cell, HOLDER, this.me, FREE) === this.me) Atomics.notify(this.cell, HOLDER);
   }
 }

@@ -44,6 +44,24 @@ describe.runIf(process.platform === "linux")("thread priority", () => {
     expect(schedulingPolicyOf(process.pid, process.pid)).toBe(SCHED_OTHER);
   });
 
+  it("gateHoldPriority puts a lowered thread back at its normal nice value while it holds a write gate, where the kernel lets it", async () => {
+    const before = getPriority();
+    const answer = (await inThread(`(m) => {
+      const normal = m.thisThreadNice();
+      const lowered = m.lowerThisThreadPriority(7);
+      const hold = m.gateHoldPriority(normal, lowered);
+      if (!hold) return null;
+      hold.raise();
+      const holding = m.thisThreadNice();
+      hold.lower();
+      return { normal, lowered, holding, after: m.thisThreadNice() };
+    }`)) as { result: { normal: number; lowered: number; holding: number; after: number } | null };
+    // Going back up needs CAP_SYS_NICE (root has it) or a high enough RLIMIT_NICE.
+    if (answer.result === null) expect(process.getuid?.()).not.toBe(0);
+    else expect(answer.result).toEqual({ normal: before, lowered: Math.min(19, before + 7), holding: before, after: Math.min(19, before + 7) });
+    expect(getPriority()).toBe(before);
+  });
+
   it("reads no policy for a thread that does not exist", () => {
     expect(schedulingPolicyOf(process.pid, 2 ** 30)).toBeNull();
   });

@@ -155,4 +155,29 @@ describe("WriteBatches", () => {
     expect(lockedSteps).toBe(2);
     expect(names()).toEqual(["queued first", "gathered", "later"]);
   });
+
+  it("ends a batch after the current write when another thread waits for the gate, and runs the rest first once that thread has been in", async () => {
+    let waiting = false;
+    let letIn: () => void = () => undefined;
+    const turns = {
+      othersWaiting: () => waiting,
+      afterWaiters: () => new Promise<void>((resolve) => (letIn = resolve)),
+    };
+    const giving = new WriteBatches(db, async (step) => step(), 5_000, turns);
+    const first = giving.write(() => {
+      waiting = true; // another thread arrives at the gate during this write
+      return insert("a")();
+    });
+    const rest = [giving.write(insert("b")), giving.write(insert("c"))];
+    expect(Number(await first)).toBe(1);
+    // Committed alone: the waiting thread gets the gate before b and c.
+    expect(names()).toEqual(["a"]);
+    waiting = false;
+    const queuedMeanwhile = giving.write(insert("d"));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(names()).toEqual(["a"]);
+    letIn();
+    expect((await Promise.all([...rest, queuedMeanwhile])).map(Number)).toEqual([2, 3, 4]);
+    expect(names()).toEqual(["a", "b", "c", "d"]);
+  });
 });

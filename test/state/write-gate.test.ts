@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { realpathSync } from "node:fs";
 import { join } from "node:path";
-import { Worker } from "node:worker_threads";
+import { getEnvironmentData, Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionDB } from "../../src/state/session-db.js";
 import { WriteGate, writeGateStats } from "../../src/state/write-gate.js";
@@ -115,5 +115,39 @@ describe("WriteGate", () => {
       await store.close();
       cleanup();
     }
+  });
+
+  it("counts the threads waiting for it, so a holder's batch can give way, and tells the holder when one got in", async () => {
+    const fileKey = randomUUID();
+    const gate = WriteGate.forFile(fileKey);
+    const cell = new Int32Array(getEnvironmentData(`switchboard.sqlite-write-gate:${fileKey}`) as SharedArrayBuffer);
+    const holder = await holdInThread(fileKey, 60);
+    const entered = gate.holdAsync(() => "in");
+    // This thread now waits: a holder in another thread sees it.
+    expect(cell[1]).toBe(1);
+    expect(gate.othersWaiting()).toBe(true);
+    const released = new Promise((resolve) => holder.once("message", resolve));
+    expect(await entered).toBe("in");
+    await released;
+    expect(cell[1]).toBe(0);
+    expect(gate.othersWaiting()).toBe(false);
+    // Nobody waits: a holder that gave way goes on at once.
+    const started = performance.now();
+    await gate.afterWaiters();
+    expect(performance.now() - started).toBeLessThan(5);
+  });
+
+  it("stops giving way for a while to a waiting count nobody answers (a thread that ended while it waited)", async () => {
+    const fileKey = randomUUID();
+    const gate = WriteGate.forFile(fileKey);
+    const cell = new Int32Array(getEnvironmentData(`switchboard.sqlite-write-gate:${fileKey}`) as SharedArrayBuffer);
+    Atomics.store(cell, 1, 1);
+    expect(gate.othersWaiting()).toBe(true);
+    const started = performance.now();
+    await gate.afterWaiters();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(4);
+    expect(gate.othersWaiting()).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(gate.othersWaiting()).toBe(true);
   });
 });
