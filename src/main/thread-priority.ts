@@ -66,10 +66,15 @@ export function gateHoldPriority(normalNice: number, loweredNice: number): Holdi
   } catch {
     return null;
   }
-  return {
-    raise: () => setPriority(tid, normalNice),
-    lower: () => setPriority(tid, loweredNice),
+  // Never throws: a hold must not fail (or keep the gate) because a priority could not be set.
+  const set = (nice: number): void => {
+    try {
+      setPriority(tid, nice);
+    } catch {
+      // the thread keeps the priority it has
+    }
   };
+  return { raise: () => set(normalNice), lower: () => set(loweredNice) };
 }
 
 /** A thread's scheduling policy (SCHED_OTHER 0, SCHED_BATCH 3, SCHED_IDLE 5...), or null when unreadable. */
