@@ -39,6 +39,8 @@ interface Run {
   sent: number;
   /** The gateway's own timing over 10 ms during the measured load: whole answers, and their durable step. */
   server: { answers: OverTen; accepts: OverTen } | null;
+  /** Replies that reached the callback endpoint per second while the load ran (what the turns kept up with), or null. */
+  repliesPerS: number | null;
 }
 
 async function loadInChild(plan: WebhookLoadPlan): Promise<WebhookLoadResult> {
@@ -58,6 +60,7 @@ async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSi
   const progress = new Progress(label, total, ctx.progress);
   const repliesBefore = (await sink?.received()) ?? 0;
   const result = await loadInChild({ url: `${gateway.url}${ROUTE}`, secret: SECRET, run: randomUUID().slice(0, 8), ratePerS, seconds, chats: CHATS });
+  const repliesDuring = sink ? (await sink.received()) - repliesBefore : null;
   progress.finish();
   const statuses = new Map(result.statuses);
   const drainStart = performance.now();
@@ -79,6 +82,7 @@ async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSi
     drainedAfterS,
     sent: total,
     server: null,
+    repliesPerS: repliesDuring === null ? null : repliesDuring / seconds,
   };
 }
 
@@ -181,6 +185,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (client, send to answer)", value: slowAcks(at60), unit: "" },
       { key: "ingress_server_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (server, headers read to answer written)", value: at60.server?.answers.over ?? -1, unit: "" },
       { key: "ingress_accepts_over_10ms_at_60pct", label: "accepts over 10 ms at 60% (the server's durable step: record + wake-up)", value: at60.server?.accepts.over ?? -1, unit: "" },
+      { key: "ingress_replies_per_s_at_60pct", label: "replies delivered per second while the 60% load ran (the turns' pace)", value: round(at60.repliesPerS ?? -1, 0), unit: "msg/s" },
       { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + a worker process)", value: round(b.p50), unit: "ms" },
       { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + a worker process)", value: round(b.p99), unit: "ms" },
       { key: "ingress_bare_p50_ms", label: "ack p50 (no turns running anywhere)", value: round(c.p50), unit: "ms" },

@@ -60,7 +60,7 @@ export interface SessionDBOptions extends StoreOptions {
    * wal-checkpointer.ts). The gateway turns it on; off (0) by default. Ignored in memory.
    */
   backgroundCheckpointMs?: number;
-  /** With background checkpoints: rewind the WAL once it holds more frames than this (default 4096). */
+  /** With background checkpoints: rewind the WAL once it holds more frames than this (default 8192, 32 MB). */
   walRestartFrames?: number;
   /**
    * Another connection of this process checkpoints the file in the background (serve's workers
@@ -226,7 +226,8 @@ export class SessionDB implements SessionStore {
 
   private checkpointInBackground(path: string, intervalMs: number, restartAfterFrames: number | undefined): WalCheckpointer {
     this.db.pragma("wal_autocheckpoint = 0");
-    // A WAL that grew under a burst shrinks back once it is reset.
+    // A WAL that grew under a burst shrinks back once it is reset; above the rewind point (32 MB),
+    // so a log rewound under steady writes is reused in place, not trimmed and grown again.
     this.db.pragma("journal_size_limit = 67108864");
     return WalCheckpointer.start(path, {
       intervalMs,
