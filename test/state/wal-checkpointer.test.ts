@@ -107,6 +107,23 @@ describe("background WAL checkpoints", () => {
     expect(fileSize(`${store.path}-wal`)).toBeLessThan(16_000_000);
   });
 
+  it("by default lets the log reach 32 MB before rewinding it (a rewind holds the write lock while it syncs), and no further", async () => {
+    const db = store.open({ backgroundCheckpointMs: 10 });
+    await db.createSession("s-default", { source: "test" });
+    const text = "d".repeat(16_000);
+    let largestLog = 0;
+    // About 64 MB of text in steady commits (more in log frames): past the old 16 MB point, past 32 MB.
+    for (let batch = 0; batch < 400; batch++) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      await db.appendMessagesBatch("s-default", Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${batch}-${i} ${text}`, timestamp: batch })));
+      largestLog = Math.max(largestLog, fileSize(`${store.path}-wal`));
+    }
+    expect(await db.getMessages("s-default")).toHaveLength(4_000);
+    // Not rewound at 16 MB; rewound, not grown to hold the whole run.
+    expect(largestLog).toBeGreaterThan(24_000_000);
+    expect(largestLog).toBeLessThan(48_000_000);
+  });
+
   it("rewinds the log without turning this process's writers away: they wait at the write gate, never on SQLITE_BUSY", async () => {
     const db = store.open({ backgroundCheckpointMs: 5, walRestartFrames: 200 });
     await db.createSession("s-4", { source: "test" });
