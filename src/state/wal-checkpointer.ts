@@ -41,6 +41,13 @@ export const DEFAULT_RESTART_AFTER_FRAMES = 8_192;
 /** A log this many times past the bound is rewound waiting on the locks, as SQLite does by itself. */
 const WAITING_REWIND_FACTOR = 2;
 
+const rewinds = { count: 0, lastAtFrames: 0 };
+
+/** The logs this process's checkpoint threads rewound, and how long the last one was (in frames). */
+export function walRewindStats(): { rewinds: number; lastAtFrames: number } {
+  return { rewinds: rewinds.count, lastAtFrames: rewinds.lastAtFrames };
+}
+
 // Plain CommonJS, evaluated in the thread: no loader or build step is needed to start it.
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -84,14 +91,16 @@ const holdingGate = (work) => {
 // 10 ms... holding the lock, and each writer of the process meanwhile failed with SQLITE_BUSY
 // (about 12 a second at 500 msg/s). So: the gate keeps this process's writers off first, and a
 // reader still in the log makes the rewind give up at once (busy); the next round tries again.
-const rewindWithoutWaiting = () => holdingGate(() => db.pragma("wal_checkpoint(RESTART)"));
+// Each returns whether the log was rewound (SQLite reports busy when a reader kept it).
+const rewound = (rows) => rows[0].busy === 0;
+const rewindWithoutWaiting = () => holdingGate(() => rewound(db.pragma("wal_checkpoint(RESTART)")));
 // Only for a log far past the bound (no round found a moment without readers): waiting for them
 // as SQLite does, still behind the gate.
 const rewindWaiting = () =>
   holdingGate(() => {
     db.pragma("busy_timeout = 1000");
     try {
-      db.pragma("wal_checkpoint(RESTART)");
+      return rewound(db.pragma("wal_checkpoint(RESTART)"));
     } finally {
       db.pragma("busy_timeout = 0");
     }
@@ -102,8 +111,9 @@ const checkpoint = () => {
     // Under steady writes a passive checkpoint never finds the log fully copied when the next
     // write starts, so the log is never rewound and grows. Past the bound, RESTART copies the
     // few frames left and makes the next writer start the log over.
-    if (log > workerData.restartAfterFrames * workerData.waitingRewindFactor) rewindWaiting();
-    else if (log > workerData.restartAfterFrames) rewindWithoutWaiting();
+    if (log <= workerData.restartAfterFrames) return;
+    const waiting = log > workerData.restartAfterFrames * workerData.waitingRewindFactor;
+    if (waiting ? rewindWaiting() : rewindWithoutWaiting()) parentPort.postMessage({ rewoundAtFrames: log });
   } catch (err) {
     // SQLITE_BUSY: another connection is checkpointing; the next round catches up.
     if (!String(err && err.code).startsWith("SQLITE_BUSY")) fail(err);
@@ -147,8 +157,12 @@ export class WalCheckpointer {
       checkpointer.stopped = true;
       options.onFailure(err);
     };
-    thread.on("message", (message: { failed?: string; code?: string }) => {
+    thread.on("message", (message: { failed?: string; code?: string; rewoundAtFrames?: number }) => {
       if (message.failed !== undefined) failed(Object.assign(new Error(message.failed), { code: message.code }));
+      if (message.rewoundAtFrames !== undefined) {
+        rewinds.count++;
+        rewinds.lastAtFrames = message.rewoundAtFrames;
+      }
     });
     thread.once("error", failed);
     return checkpointer;

@@ -45,5 +45,6 @@ describe("health and metrics", () => {
     // What SQLite writes waited for (busy retries, the in-process write gate): present, counted per thread.
     expect(text).toMatch(/switchboard_sqlite_busy_retries_total \d+/);
     expect(text).toMatch(/switchboard_sqlite_write_gate_waits_total \d+/);
+    expect(text).toMatch(/switchboard_sqlite_wal_rewinds_total \d+/);
   }, 30_000);
 });

@@ -5,7 +5,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { busyRetryStats } from "../../src/state/busy-retry.js";
-import { WalCheckpointer } from "../../src/state/wal-checkpointer.js";
+import { DEFAULT_RESTART_AFTER_FRAMES, WalCheckpointer, walRewindStats } from "../../src/state/wal-checkpointer.js";
 import { waitFor } from "../support/gateway.js";
 import { tempStore, type TempStore } from "./helpers.js";
 
@@ -107,21 +107,27 @@ describe("background WAL checkpoints", () => {
     expect(fileSize(`${store.path}-wal`)).toBeLessThan(16_000_000);
   });
 
-  it("by default lets the log reach 32 MB before rewinding it (a rewind holds the write lock while it syncs), and no further", async () => {
+  it("by default rewinds the log once it holds 32 MB (a rewind holds the write lock while it syncs), not before", async () => {
     const db = store.open({ backgroundCheckpointMs: 10 });
     await db.createSession("s-default", { source: "test" });
     const text = "d".repeat(16_000);
-    let largestLog = 0;
-    // About 64 MB of text in steady commits (more in log frames): past the old 16 MB point, past 32 MB.
-    for (let batch = 0; batch < 400; batch++) {
-      await new Promise((resolve) => setTimeout(resolve, 1));
-      await db.appendMessagesBatch("s-default", Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${batch}-${i} ${text}`, timestamp: batch })));
-      largestLog = Math.max(largestLog, fileSize(`${store.path}-wal`));
-    }
-    expect(await db.getMessages("s-default")).toHaveLength(4_000);
-    // Not rewound at 16 MB; rewound, not grown to hold the whole run.
-    expect(largestLog).toBeGreaterThan(24_000_000);
-    expect(largestLog).toBeLessThan(48_000_000);
+    const before = walRewindStats().rewinds;
+    let batch = 0;
+    // Steady commits, about 170 KB each, until the thread rewinds the log.
+    await waitFor(
+      async () => {
+        await db.appendMessagesBatch("s-default", Array.from({ length: 10 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${batch}-${i} ${text}`, timestamp: batch })));
+        batch++;
+        return walRewindStats().rewinds > before;
+      },
+      30_000,
+      "a rewind",
+      1,
+    );
+    // Past the default bound of 8,192 frames (32 MB of 4 KB pages), not at the old 4,096.
+    expect(walRewindStats().lastAtFrames).toBeGreaterThan(DEFAULT_RESTART_AFTER_FRAMES);
+    expect(DEFAULT_RESTART_AFTER_FRAMES).toBe(8_192);
+    expect(await db.getMessages("s-default")).toHaveLength(batch * 10);
   });
 
   it("rewinds the log without turning this process's writers away: they wait at the write gate, never on SQLITE_BUSY", async () => {
