@@ -38,7 +38,7 @@ interface Run {
   drainedAfterS: number | null;
   sent: number;
   /** The gateway's own timing over 10 ms during the measured load: whole answers, and their durable step. */
-  server: { answers: OverTen; accepts: OverTen } | null;
+  server: { answers: OverTen; accepts: OverTen; walRewinds: number } | null;
   /** Replies that reached the callback endpoint per second while the load ran (what the turns kept up with), or null. */
   repliesPerS: number | null;
 }
@@ -127,7 +127,7 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
     const before = await read();
     const run = await load(ctx, serve, replies, seconds, `ingress (${topology}, ${Math.round(ratePerS)}/s)`, ratePerS);
     const after = await read();
-    return { ...run, server: { answers: overTenMs(before.answer, after.answer), accepts: overTenMs(before.accept, after.accept) } };
+    return { ...run, server: { answers: overTenMs(before.answer, after.answer), accepts: overTenMs(before.accept, after.accept), walRewinds: after.walRewinds - before.walRewinds } };
   } finally {
     await Promise.all(processes.map((p) => p.stop()));
     await sink.close();
@@ -185,6 +185,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (client, send to answer)", value: slowAcks(at60), unit: "" },
       { key: "ingress_server_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (server, headers read to answer written)", value: at60.server?.answers.over ?? -1, unit: "" },
       { key: "ingress_accepts_over_10ms_at_60pct", label: "accepts over 10 ms at 60% (the server's durable step: record + wake-up)", value: at60.server?.accepts.over ?? -1, unit: "" },
+      { key: "ingress_wal_rewinds_at_60pct", label: "rewinds of the SQLite log while the 60% load ran (each holds the write gate while it syncs)", value: at60.server?.walRewinds ?? -1, unit: "" },
       { key: "ingress_replies_per_s_at_60pct", label: "replies delivered per second while the 60% load ran (the turns' pace)", value: round(at60.repliesPerS ?? -1, 0), unit: "msg/s" },
       { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + a worker process)", value: round(b.p50), unit: "ms" },
       { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + a worker process)", value: round(b.p99), unit: "ms" },

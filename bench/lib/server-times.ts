@@ -17,22 +17,26 @@ export interface ServerTimes {
   answer: Times;
   /** The durable step (record + wake-up), for one platform. */
   accept: Times;
+  /** The SQLite log's rewinds so far (each holds the write gate while it syncs). */
+  walRewinds: number;
 }
 
 export async function readServerTimes(gatewayUrl: string, route: string, platform: string): Promise<ServerTimes> {
   const res = await httpRequest(`${gatewayUrl}/metrics`, { headers: { authorization: `Bearer ${BENCH_API_KEY}` }, timeoutMs: 10_000 });
   if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
   const lines = res.body.split("\n");
-  const times = (metric: string, label: string): Times => {
-    const value = (name: string, labels: string[]): number => {
-      const line = lines.find((l) => l.startsWith(`${name}{`) && labels.every((part) => l.includes(part)));
-      return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
-    };
-    return { count: value(`${metric}_count`, [label]), within10ms: value(`${metric}_bucket`, [label, 'le="0.01"']) };
+  const value = (name: string, labels: string[]): number => {
+    const line = lines.find((l) => (labels.length === 0 ? l.startsWith(`${name} `) : l.startsWith(`${name}{`)) && labels.every((part) => l.includes(part)));
+    return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
   };
+  const times = (metric: string, label: string): Times => ({
+    count: value(`${metric}_count`, [label]),
+    within10ms: value(`${metric}_bucket`, [label, 'le="0.01"']),
+  });
   return {
     answer: times("switchboard_http_ack_seconds", `route="${route}"`),
     accept: times("switchboard_ingress_accept_seconds", `platform="${platform}"`),
+    walRewinds: value("switchboard_sqlite_wal_rewinds_total", []),
   };
 }
 
