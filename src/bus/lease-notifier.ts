@@ -3,7 +3,12 @@
 // wakes its local waiters. Pub/sub is at-most-once: a lost message only means a waiter falls back
 // to its poll, never a wrong admission (the lease row in SQLite is the truth). The releases of one
 // pass of the event loop go out as one message (their ids, one per line): under load a process
-// releases many leases at once, and every process hears every message.
+// releases many leases at once, and every process hears every message. A message opens with its
+// sender's tag, and a notifier ignores its own: the store that released has woken its waiters in
+// this thread already, and an echo heard a Redis round trip later woke them again for nothing (a
+// lease waiter tried the lease once more; an outcome waiter read a row that a later turn may have
+// just completed, ahead of that turn's own handover).
+import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { LeaseReleaseNotifier } from "../state/types.js";
 import { Listeners } from "./listeners.js";
@@ -25,6 +30,8 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
   private closed = false;
   /** Released since the last publish, in order: sent at the end of this pass of the event loop. */
   private released: string[] = [];
+  /** This notifier's tag, the first line of each message it sends. */
+  private readonly tag = randomBytes(8).toString("hex");
 
   /**
    * @param publisher commands connection (PUBLISH); never closed here.
@@ -55,11 +62,13 @@ export class RedisLeaseNotifier implements LeaseReleaseNotifier {
     this.released = [];
     if (this.closed || ids.length === 0) return;
     // On the first id's member of the family: every process hears the whole family anyway.
-    this.channel.publish(ids.join(RELEASE_SEPARATOR), ids[0]).catch((err: Error) => this.onError(err));
+    this.channel.publish([this.tag, ...ids].join(RELEASE_SEPARATOR), ids[0]).catch((err: Error) => this.onError(err));
   }
 
   private heard(message: string): void {
-    for (const id of message.split(RELEASE_SEPARATOR)) if (id !== "") this.listeners.emit(id);
+    const [sender, ...ids] = message.split(RELEASE_SEPARATOR);
+    if (sender === this.tag) return;
+    for (const id of ids) if (id !== "") this.listeners.emit(id);
   }
 
   onRelease(listener: (conversationId: string) => void): () => void {

@@ -57,19 +57,33 @@ export type SendOutcome =
   /** A failure worth retrying; the row is pending again. */
   | { kind: "failed"; error: Error };
 
+/**
+ * A ledger row its writer inserted already claimed (DeliveryInsert.claimed), as that writer knows
+ * it: what a send needs, without reading or claiming the row again.
+ */
+export type ClaimedDelivery = Pick<DeliveryRow, "id" | "platform" | "session_id" | "inbox_id" | "target" | "text" | "possible_duplicate">;
+
+/** A row to send now: its id (claimed first), or the row itself when its insert claimed it. */
+export type DeliveryToSend = number | ClaimedDelivery;
+
 /** One send attempt of a ledger row, under its claim: the same for a turn's inline send and a job. */
 export class DeliverySender {
   constructor(private readonly deps: Pick<DeliveryDeps, "store" | "adapters" | "events" | "metrics" | "logger">) {}
 
   /** `lastAttempt`: a failure now is final (the row is marked failed instead of pending). */
-  async attempt(deliveryId: number, lastAttempt: boolean): Promise<SendOutcome> {
+  async attempt(delivery: DeliveryToSend, lastAttempt: boolean): Promise<SendOutcome> {
+    if (typeof delivery !== "number") return this.send(delivery, lastAttempt);
+    const { store } = this.deps;
+    const row = await store.claimDelivery(delivery, { reclaimAfterSeconds: SENDING_CLAIM_SECONDS });
+    if (row) return this.send(row, lastAttempt);
+    const current = await store.getDelivery(delivery);
+    if (current?.status !== "sending") return { kind: "settled" }; // already sent or given up
+    return { kind: "claimed", retryAt: (current.updated_at + SENDING_CLAIM_SECONDS) * 1000 + 50 };
+  }
+
+  /** Sends a row this sender holds the claim of, and records what came of it. */
+  private async send(row: ClaimedDelivery, lastAttempt: boolean): Promise<SendOutcome> {
     const { store, adapters, metrics, logger, events } = this.deps;
-    const row = await store.claimDelivery(deliveryId, { reclaimAfterSeconds: SENDING_CLAIM_SECONDS });
-    if (!row) {
-      const current = await store.getDelivery(deliveryId);
-      if (current?.status !== "sending") return { kind: "settled" }; // already sent or given up
-      return { kind: "claimed", retryAt: (current.updated_at + SENDING_CLAIM_SECONDS) * 1000 + 50 };
-    }
     const adapter = adapters.get(row.platform);
     if (!adapter) {
       await store.markDeliveryFailed(row.id, `no adapter for platform ${row.platform}`, true);
@@ -124,16 +138,17 @@ export class DeliveryDispatcher {
   }
 
   /**
-   * Send a turn's ledger rows now, in this process, each under its claim; a row whose attempt
-   * failed, met a 429 or is claimed by another sender goes to the deliveries queue, delayed until
-   * its retry is due. Throws only when that enqueue fails (the reconciler then finds the row).
+   * Send a turn's ledger rows now, in this process, each under its claim (taken now, or by the
+   * row's insert); a row whose attempt failed, met a 429 or is claimed by another sender goes to
+   * the deliveries queue, delayed until its retry is due. Throws only when that enqueue fails (the reconciler then finds the row).
    */
-  async deliverNow(ids: readonly number[]): Promise<void> {
+  async deliverNow(deliveries: readonly DeliveryToSend[]): Promise<void> {
     let enqueueError: unknown = null;
-    for (const deliveryId of ids) {
+    for (const delivery of deliveries) {
+      const deliveryId = typeof delivery === "number" ? delivery : delivery.id;
       // A store error mid-attempt is a failed attempt too: the job retries it (a row left in
       // 'sending' is taken again once its claim is old enough, as a possible duplicate).
-      const outcome = await this.sender.attempt(deliveryId, false).catch((error: unknown): SendOutcome => ({ kind: "failed", error: error as Error }));
+      const outcome = await this.sender.attempt(delivery, false).catch((error: unknown): SendOutcome => ({ kind: "failed", error: error as Error }));
       if (outcome.kind === "settled") continue;
       const delayMs =
         outcome.kind === "rate_limited" ? outcome.retryAfterMs : outcome.kind === "claimed" ? Math.max(0, outcome.retryAt - Date.now()) : deliveryBackoffMs(1);

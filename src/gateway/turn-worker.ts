@@ -6,9 +6,10 @@ import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
-import type { InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { DeliveryInsert, InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
 import { isEphemeralKind, type EventPublisher, type InterruptRequest } from "../bus/types.js";
 import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
+import type { DeliveryToSend } from "./delivery-worker.js";
 import type { GatewayMetrics } from "./metrics.js";
 import { LocalWakeUps, type WakeUp, type WakeUpSink } from "./local-wake-ups.js";
 import { TURN_QUEUE, closeWorker, conversationIdOfJob, withTimeout, workerConnection, type TurnJobData } from "./queues.js";
@@ -36,7 +37,7 @@ export interface TurnWorkerDeps {
    * Send the ledger rows a turn's final flush created: at once, each under its ledger claim, with
    * a delivery job only for a retry (DeliveryDispatcher.deliverNow).
    */
-  dispatchDeliveries: (deliveryIds: readonly number[]) => Promise<void>;
+  dispatchDeliveries: (deliveries: readonly DeliveryToSend[]) => Promise<void>;
   /**
    * Add a fresh wake-up job for a conversation's head, under a job id of its own (never one that
    * may still be active: that add would be a no-op); false when Redis refused it. Used when wake-ups
@@ -79,6 +80,8 @@ interface TurnState {
   waitStarted: number | null;
   /** What the turn's end records complete (the last asked for: the one stored, if any). */
   completion: { rows: InboxRow[]; status: TurnOutcome["status"]; reply: string } | null;
+  /** The ledger rows those end records insert, in order. */
+  deliveries: DeliveryInsert[];
 }
 
 interface RunningTurn {
@@ -258,7 +261,7 @@ export class TurnWorkers {
    */
   private async runTurn(conversationId: string, platform: string): Promise<Pick<TurnResult, "heldElsewhere" | "headAfterRelease">> {
     const { config, metrics } = this.deps;
-    const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null, completion: null };
+    const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null, completion: null, deliveries: [] };
     // The agent starts from the conversation id: under the lease it resolves the tip and reloads
     // the transcript there (no read of the tip before the lease, which could be stale anyway).
     const turn: RunningTurn = { agent: this.createAgent(conversationId, conversationId, platform, state), state, began: performance.now() };
@@ -352,7 +355,9 @@ export class TurnWorkers {
       messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
       endRecords: ({ status, finalResponse }) => {
         state.completion = { rows: [...answered], status, reply: finalResponse };
-        return this.endRecords(answered, replyRow, sessionId, status, finalResponse);
+        const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: state.stream === null });
+        state.deliveries = records.deliveries ?? [];
+        return records;
       },
       ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
     };
@@ -432,7 +437,7 @@ export class TurnWorkers {
     if (result.deliveryIds.length > 0) {
       // By id: after a compaction the rows belong to the tip, not to the conversation id. After the
       // stream closed, so the final text is its last word (an edit of its message, or one post).
-      await this.deps.dispatchDeliveries(result.deliveryIds).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
+      await this.deps.dispatchDeliveries(deliveriesToSend(result.deliveryIds, state.deliveries)).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
   }
 
@@ -451,12 +456,24 @@ export class TurnWorkers {
     return rows.some((r) => r?.status === "pending");
   }
 
-  private endRecords(answered: InboxRow[], replyRow: InboxRow, sessionId: string, status: "done" | "failed" | "interrupted", finalResponse: string): TurnEndRecords {
+  /**
+   * `claimed`: the reply's ledger row is inserted already claimed, since this process sends it as
+   * soon as the flush commits (dispatchDeliveries). Not with a stream open: the streamed message's
+   * edit target is set on the row after the flush, which only an unclaimed row takes.
+   */
+  private endRecords(
+    answered: InboxRow[],
+    replyRow: InboxRow,
+    sessionId: string,
+    status: "done" | "failed" | "interrupted",
+    finalResponse: string,
+    { claimed }: { claimed: boolean },
+  ): TurnEndRecords {
     const inbound = inboundOf(replyRow);
     const sends = this.deps.sendingPlatforms().has(replyRow.platform) && inbound.replyTarget && finalResponse;
     return {
       completeInbox: { ids: answered.map((r) => r.id), reply: finalResponse, status },
-      deliveries: sends ? [{ platform: replyRow.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: replyRow.id }] : [],
+      deliveries: sends ? [{ platform: replyRow.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: replyRow.id, claimed }] : [],
     };
   }
 
@@ -497,4 +514,18 @@ function userMessageOf(row: InboxRow): AdmittedUserInput {
     displayKind: inbound.displayKind ?? null,
     displayMetadata: inbound.displayMetadata ?? { platform: row.platform, user_id: inbound.userId },
   };
+}
+
+/**
+ * The flush's ledger rows as the sender takes them: a row inserted claimed goes as the row itself
+ * (its insert, with the id the flush returned, in the same order), so it is sent without a
+ * claim's write; any other by id, to be claimed first.
+ */
+function deliveriesToSend(ids: readonly number[], inserts: readonly DeliveryInsert[]): DeliveryToSend[] {
+  if (inserts.length !== ids.length) return [...ids];
+  return ids.map((id, index) => {
+    const insert = inserts[index];
+    if (!insert.claimed) return id;
+    return { id, platform: insert.platform, session_id: insert.sessionId, inbox_id: insert.inboxId ?? null, target: insert.target, text: insert.text, possible_duplicate: false };
+  });
 }

@@ -50,8 +50,8 @@ export class DeliverySql {
 
   constructor(db: Database) {
     this.insert = db.prepare(
-      `INSERT INTO deliveries (platform, session_id, inbox_id, target, text, status, created_at, updated_at)
-       VALUES (@platform, @session_id, @inbox_id, @target, @text, 'pending', @now, @now)
+      `INSERT INTO deliveries (platform, session_id, inbox_id, target, text, status, attempts, created_at, updated_at)
+       VALUES (@platform, @session_id, @inbox_id, @target, @text, CASE WHEN @claimed THEN 'sending' ELSE 'pending' END, @claimed, @now, @now)
        RETURNING id`,
     );
     this.selectById = db.prepare("SELECT * FROM deliveries WHERE id = ?");
@@ -95,6 +95,7 @@ export class DeliverySql {
         inbox_id: insert.inboxId ?? null,
         target: JSON.stringify(insert.target),
         text: insert.text,
+        claimed: insert.claimed ? 1 : 0,
         now,
       });
       if (!row) throw new Error("delivery insert returned no row");

@@ -258,6 +258,14 @@ export interface DeliveryInsert {
   text: string;
   /** The inbox row this reply answers, when there is one. */
   inboxId?: number | null;
+  /**
+   * Written already claimed for its first send attempt (status 'sending', attempts 1), by a
+   * writer that sends it right after its transaction commits: the claim's own write is saved.
+   * Should that send never happen (a crash), the row is taken again like any claim left behind,
+   * once it is old enough, as a possible duplicate. Not for a row whose target may still change
+   * (a streamed reply's edit target is set only on an unclaimed row).
+   */
+  claimed?: boolean;
 }
 
 export interface DeliveryRow {

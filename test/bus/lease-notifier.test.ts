@@ -55,22 +55,42 @@ describe("RedisLeaseNotifier", () => {
     for (const id of ["a", "b", "a", "c"]) sender.publishRelease(id);
     await until(() => heard.length === 3, 3000, "the three releases");
     expect(heard).toEqual(["a", "b", "c"]);
-    expect(published).toEqual(["a\nb\nc"]);
+    // One message: the sender's tag, then the ids.
+    expect(published).toHaveLength(1);
+    expect(published[0].split("\n").slice(1)).toEqual(["a", "b", "c"]);
     sender.publishRelease("last");
     await sender.close();
     await until(() => heard.length === 4, 3000, "the release before close");
     expect(heard[3]).toBe("last");
   });
 
+  it("does not hear its own releases back (its stores woke their waiters already); another notifier does", async () => {
+    const prefix = uniquePrefix("lease");
+    const one = await notifier(prefix);
+    const other = await notifier(prefix);
+    const heardByOne: string[] = [];
+    const heardByOther: string[] = [];
+    one.onRelease((id) => heardByOne.push(id));
+    other.onRelease((id) => heardByOther.push(id));
+    one.publishRelease("from-one");
+    other.publishRelease("from-other");
+    await until(() => heardByOne.length === 1 && heardByOther.length === 1, 3000, "each the other's release");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(heardByOne).toEqual(["from-other"]);
+    expect(heardByOther).toEqual(["from-one"]);
+  });
+
   it("hears only its own prefix, even when the prefix contains glob characters", async () => {
     const starPrefix = `${uniquePrefix("lease")}*`;
+    const otherPrefix = starPrefix.slice(0, -1) + "x";
     const mine = await notifier(starPrefix);
-    const other = await notifier(starPrefix.slice(0, -1) + "x");
+    const other = await notifier(otherPrefix);
     const heard: string[] = [];
     mine.onRelease((id) => heard.push(`mine:${id}`));
     other.onRelease((id) => heard.push(`other:${id}`));
-    other.publishRelease("a");
-    mine.publishRelease("b");
+    // Each prefix's releases come from a second notifier on it (a notifier ignores its own).
+    (await notifier(otherPrefix)).publishRelease("a");
+    (await notifier(starPrefix)).publishRelease("b");
     await until(() => heard.length >= 2, 3000, "releases");
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(heard.sort()).toEqual(["mine:b", "other:a"]);

@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { githubSignature, signWebhook, verifyWebhook } from "../../src/adapters/webhook/index.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
@@ -89,6 +89,7 @@ describe("webhooks through the gateway", () => {
   it("answers a Standard-Webhooks delivery on a callback route with 202, then POSTs the signed reply", async () => {
     const text = `disk ${uniqueToken()} almost full`;
     const id = `msg_${uniqueToken()}`;
+    const claims = vi.spyOn(gw.gateway.store, "claimDelivery");
     const res = await postStandard(messageBody(text), id);
     expect(res.status).toBe(202);
     const accepted = (await res.json()) as { accepted: boolean; session_id: string };
@@ -111,6 +112,10 @@ describe("webhooks through the gateway", () => {
       "sent callback delivery",
     );
     expect(delivery.platform_message_id).toBe(header("webhook-id"));
+    // Sent under the claim its row was inserted with, in the turn's flush: no claim of its own.
+    expect(delivery).toMatchObject({ attempts: 1, possible_duplicate: false });
+    expect(claims).not.toHaveBeenCalled();
+    claims.mockRestore();
   });
 
   it("answers a repeated delivery id with 200 {duplicate: true} and still runs one turn", async () => {

@@ -315,6 +315,28 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
       expect(await db.claimDelivery(id, { reclaimAfterSeconds: 5 })).toBeNull();
     });
 
+    it("a row inserted claimed is its first attempt's claim: taken by no other sender until that claim is old, never given an edit target", async () => {
+      const clock = manualClock();
+      const db = await store.open({ now: clock.now });
+      const [claimed, plain] = await db.createDeliveries([
+        { platform: "webhook", sessionId: "s", target, text: "sent by its writer", claimed: true },
+        { platform: "webhook", sessionId: "s", target, text: "claimed later" },
+      ]);
+      expect(await db.getDelivery(claimed)).toMatchObject({ status: "sending", attempts: 1, possible_duplicate: false, updated_at: clock.value() });
+      expect(await db.getDelivery(plain)).toMatchObject({ status: "pending", attempts: 0 });
+      expect(await db.setDeliveryEditTarget(claimed, "1712.0009")).toBe(false);
+      // Its writer's send may be in flight: refused, the row untouched.
+      clock.advance(4.5);
+      expect(await db.claimDelivery(claimed, { reclaimAfterSeconds: 5 })).toBeNull();
+      // Its writer died before recording the send: taken again as a possible duplicate.
+      clock.advance(0.5);
+      expect(await db.claimDelivery(claimed, { reclaimAfterSeconds: 5 })).toMatchObject({ status: "sending", attempts: 2, possible_duplicate: true });
+      // The usual end: the writer records its send.
+      const [again] = await db.createDeliveries([{ platform: "webhook", sessionId: "s", target, text: "sent at once", claimed: true }]);
+      await db.markDeliverySent(again, "dlv_1");
+      expect(await db.getDelivery(again)).toMatchObject({ status: "sent", attempts: 1, possible_duplicate: false, platform_message_id: "dlv_1" });
+    });
+
     it("two connections claiming one delivery at once: one clean claim, the other a possible duplicate; none once sent", async () => {
       const a = await store.open();
       const b = await store.open();

@@ -9,10 +9,12 @@ const COLUMNS =
   "id, platform, session_id, inbox_id, target, text, status, attempts, possible_duplicate, platform_message_id, last_error, created_at, updated_at, display_metadata";
 
 const INSERT_ALL = `
-  INSERT INTO deliveries (platform, session_id, inbox_id, target, text, status, created_at, updated_at)
-  SELECT d.platform, d.session_id, d.inbox_id, d.target, d.text, 'pending', ${clockSql(6)}, ${clockSql(6)}
-    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])
-         WITH ORDINALITY AS d (platform, session_id, inbox_id, target, text, ord)
+  INSERT INTO deliveries (platform, session_id, inbox_id, target, text, status, attempts, created_at, updated_at)
+  SELECT d.platform, d.session_id, d.inbox_id, d.target, d.text,
+         CASE WHEN d.claimed THEN 'sending' ELSE 'pending' END, CASE WHEN d.claimed THEN 1 ELSE 0 END,
+         ${clockSql(6)}, ${clockSql(6)}
+    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $7::boolean[])
+         WITH ORDINALITY AS d (platform, session_id, inbox_id, target, text, claimed, ord)
    ORDER BY d.ord
   RETURNING id`;
 
@@ -54,6 +56,7 @@ export class PgDeliverySql {
       inserts.map((d) => JSON.stringify(d.target)),
       inserts.map((d) => d.text),
       now,
+      inserts.map((d) => d.claimed === true),
     ]);
     return result.rows.map((row) => row.id).sort((a, b) => a - b);
   }
