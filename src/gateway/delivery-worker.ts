@@ -140,7 +140,8 @@ export class DeliveryDispatcher {
   /**
    * Send a turn's ledger rows now, in this process, each under its claim (taken now, or by the
    * row's insert); a row whose attempt failed, met a 429 or is claimed by another sender goes to
-   * the deliveries queue, delayed until its retry is due. Throws only when that enqueue fails (the reconciler then finds the row).
+   * the deliveries queue, delayed until its retry is due. Throws only when that enqueue fails
+   * (the reconciler then finds the row).
    */
   async deliverNow(deliveries: readonly DeliveryToSend[]): Promise<void> {
     let enqueueError: unknown = null;

@@ -522,6 +522,8 @@ function userMessageOf(row: InboxRow): AdmittedUserInput {
  * claim's write; any other by id, to be claimed first.
  */
 function deliveriesToSend(ids: readonly number[], inserts: readonly DeliveryInsert[]): DeliveryToSend[] {
+  // Never expected (one end-records flush per turn): by id, a claimed row is then refused until its
+  // claim is old and resent by a job as a possible duplicate; none is lost.
   if (inserts.length !== ids.length) return [...ids];
   return ids.map((id, index) => {
     const insert = inserts[index];
