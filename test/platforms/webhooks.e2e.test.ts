@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { githubSignature, signWebhook, verifyWebhook } from "../../src/adapters/webhook/index.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
@@ -90,6 +90,7 @@ describe("webhooks through the gateway", () => {
     const text = `disk ${uniqueToken()} almost full`;
     const id = `msg_${uniqueToken()}`;
     const claims = vi.spyOn(gw.gateway.store, "claimDelivery");
+    onTestFinished(() => claims.mockRestore());
     const res = await postStandard(messageBody(text), id);
     expect(res.status).toBe(202);
     const accepted = (await res.json()) as { accepted: boolean; session_id: string };
@@ -115,7 +116,6 @@ describe("webhooks through the gateway", () => {
     // Sent under the claim its row was inserted with, in the turn's flush: no claim of its own.
     expect(delivery).toMatchObject({ attempts: 1, possible_duplicate: false });
     expect(claims).not.toHaveBeenCalled();
-    claims.mockRestore();
   });
 
   it("answers a repeated delivery id with 200 {duplicate: true} and still runs one turn", async () => {
