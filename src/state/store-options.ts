@@ -18,6 +18,11 @@ export interface StoreOptions {
    * this machine's clock, PostgreSQL the database server's (so machines with skewed clocks agree).
    */
   now?: () => number;
+  /**
+   * Estimated bytes of transcript rows a store keeps between turns (transcript-rows.ts), so a
+   * turn reads only its conversation's newer rows. Default 64 MiB.
+   */
+  transcriptCacheBytes?: number;
 }
 
 export const STORE_DEFAULTS = {

@@ -4,32 +4,55 @@
 // id is drawn at insert and a lower one may commit later, so there the read also counts the rows
 // up to the last one held and reads everything again when they are not the ones held (readChecked).
 // A turn reloads its whole transcript under the lease; without this, that read grows with every
-// message of the conversation. Bounded by rows held in all; the least recently read sessions go first.
-// A transcript longer than the bound is not held, but a read ahead of the lease (warm) hands its
-// rows to the next read of that session, once, so the read under the lock still asks only for newer rows.
+// message of the conversation. Bounded by the estimated bytes held in all; the least recently read
+// sessions go first. A transcript heavier than the bound is not held, but a read ahead of the lease
+// (warm) hands its rows to the next read of that session, once, so the read under the lock still
+// asks only for newer rows.
+//
+// The bound is in bytes rather than rows because conversations read in turn evict each other
+// whole once together they exceed it (least recently read is the next one read again): 50 busy
+// conversations of 600 short messages each passed a bound of 20,000 rows, and every turn then
+// read its whole transcript again, the turns' thread spending a quarter of its time on those
+// reads and the garbage they left (bench/README.md, "Long conversations read whole").
 import type { StoredMessageTuple } from "./conversation.js";
 
-/** Rows held across all sessions; a transcript longer than this alone is not kept. */
-export const DEFAULT_MAX_CACHED_ROWS = 20_000;
+/** Estimated bytes of rows held across all sessions; a transcript heavier than this alone is not kept. */
+export const DEFAULT_TRANSCRIPT_CACHE_BYTES = 64 * 1024 * 1024;
+/** What a row costs besides its strings' characters: the tuple and its slots, boxed numbers, the strings' headers (64-bit V8). */
+const ROW_OVERHEAD_BYTES = 256;
 /** Transcripts too long to hold that wait for their next read: each is one turn's read ahead. */
 const MAX_CARRIED = 2;
 
+/** A row's estimated weight in memory. */
+export function rowBytes(row: StoredMessageTuple): number {
+  let bytes = ROW_OVERHEAD_BYTES;
+  for (const value of row) if (typeof value === "string") bytes += value.length;
+  return bytes;
+}
+
+interface Held {
+  rows: StoredMessageTuple[];
+  bytes: number;
+}
+
 export class TranscriptRows {
   /** Insertion order is recency: a read moves its session to the end. */
-  private readonly sessions = new Map<string, StoredMessageTuple[]>();
+  private readonly sessions = new Map<string, Held>();
   private held = 0;
+  private heldWeight = 0;
   /** Rows of transcripts too long to hold, read ahead of the lease: taken by the session's next read. */
   private readonly carried = new Map<string, StoredMessageTuple[]>();
   /** Sessions whose rows were held while a write transaction ran (withinWrite), null outside one. */
   private touched: Set<string> | null = null;
 
-  constructor(private readonly maxRows: number = DEFAULT_MAX_CACHED_ROWS) {}
+  constructor(private readonly maxBytes: number = DEFAULT_TRANSCRIPT_CACHE_BYTES) {}
 
   /** The session's rows in id order: those held, then `readAfter(lastId)` (0 when none are held). */
   read(sessionId: string, readAfter: (afterId: number) => StoredMessageTuple[]): StoredMessageTuple[] {
-    const known = this.sessions.get(sessionId) ?? this.takeCarried(sessionId) ?? [];
+    const held = this.sessions.get(sessionId);
+    const known = held?.rows ?? this.takeCarried(sessionId) ?? [];
     const added = readAfter(lastIdOf(known));
-    return this.remember(sessionId, added.length > 0 ? known.concat(added) : known);
+    return this.remember(sessionId, added.length > 0 ? known.concat(added) : known, held ? held.bytes + weightOf(added) : undefined);
   }
 
   /**
@@ -60,11 +83,11 @@ export class TranscriptRows {
     readAfter: (afterId: number, heldCount: number) => Promise<StoredMessageTuple[] | null>,
     readAll: () => Promise<StoredMessageTuple[]>,
   ): Promise<StoredMessageTuple[]> {
-    const known = this.sessions.get(sessionId);
-    if (!known) return this.remember(sessionId, await readAll());
-    const added = await readAfter(lastIdOf(known), known.length);
+    const held = this.sessions.get(sessionId);
+    if (!held) return this.remember(sessionId, await readAll());
+    const added = await readAfter(lastIdOf(held.rows), held.rows.length);
     if (added === null) return this.remember(sessionId, await readAll());
-    return this.remember(sessionId, added.length > 0 ? known.concat(added) : known);
+    return this.remember(sessionId, added.length > 0 ? held.rows.concat(added) : held.rows, held.bytes + weightOf(added));
   }
 
   /**
@@ -88,26 +111,30 @@ export class TranscriptRows {
   }
 
   private forget(sessionId: string): void {
-    const rows = this.sessions.get(sessionId);
-    if (rows) {
-      this.sessions.delete(sessionId);
-      this.held -= rows.length;
-    }
+    this.drop(sessionId);
     this.carried.delete(sessionId);
   }
 
-  /** Hold `rows` as the session's (most recently read), within the bound; a copy for the caller. */
-  private remember(sessionId: string, rows: StoredMessageTuple[]): StoredMessageTuple[] {
+  private drop(sessionId: string): void {
+    const held = this.sessions.get(sessionId);
+    if (!held) return;
+    this.sessions.delete(sessionId);
+    this.held -= held.rows.length;
+    this.heldWeight -= held.bytes;
+  }
+
+  /**
+   * Hold `rows` as the session's (most recently read), within the bound; a copy for the caller.
+   * `bytes`: their weight when the caller knows it (the rows held before plus those added).
+   */
+  private remember(sessionId: string, rows: StoredMessageTuple[], bytes = weightOf(rows)): StoredMessageTuple[] {
     this.touched?.add(sessionId);
     // Another read of the session may have finished meanwhile: what it held goes, these stand.
-    const current = this.sessions.get(sessionId);
-    if (current) {
-      this.sessions.delete(sessionId);
-      this.held -= current.length;
-    }
-    if (rows.length > 0 && rows.length <= this.maxRows) {
-      this.sessions.set(sessionId, rows);
+    this.drop(sessionId);
+    if (rows.length > 0 && bytes <= this.maxBytes) {
+      this.sessions.set(sessionId, { rows, bytes });
       this.held += rows.length;
+      this.heldWeight += bytes;
       this.evictOverBound();
     }
     // A copy: callers may sort or splice what they get.
@@ -123,13 +150,23 @@ export class TranscriptRows {
     return this.held;
   }
 
+  /** The estimated bytes of the rows held. */
+  get heldBytes(): number {
+    return this.heldWeight;
+  }
+
   private evictOverBound(): void {
-    for (const [sessionId, rows] of this.sessions) {
-      if (this.held <= this.maxRows) return;
-      this.sessions.delete(sessionId);
-      this.held -= rows.length;
+    for (const sessionId of this.sessions.keys()) {
+      if (this.heldWeight <= this.maxBytes) return;
+      this.drop(sessionId);
     }
   }
+}
+
+function weightOf(rows: readonly StoredMessageTuple[]): number {
+  let bytes = 0;
+  for (const row of rows) bytes += rowBytes(row);
+  return bytes;
 }
 
 function lastIdOf(rows: readonly StoredMessageTuple[]): number {

@@ -3,7 +3,6 @@ import Database, { type Statement } from "better-sqlite3";
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
-import { DEFAULT_MAX_CACHED_ROWS } from "../../src/state/transcript-rows.js";
 import { sqliteBackend, storeBackends, type TestStore } from "../support/store-backends.js";
 import { countTransactions } from "../support/transaction-counter.js";
 import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
@@ -493,13 +492,15 @@ describe("the lease's first read on SQLite (readUnderLease): the write lock held
   it("a transcript too long for the store's row cache is read before each lease's transaction, which reads only rows added since", async () => {
     const writer = await store.open();
     await writer.createSession("huge", { source: "t" });
-    const count = DEFAULT_MAX_CACHED_ROWS + 1;
+    // About 265 bytes a row: 2,000 rows weigh more than the reader's 256 KiB.
+    const transcriptCacheBytes = 256 * 1024;
+    const count = 2_000;
     for (let from = 0; from < count; from += 5_000) {
       await writer.appendMessagesBatch("huge", Array.from({ length: Math.min(5_000, count - from) }, (_, i) => ({ role: "user" as const, content: `m${from + i}` })));
     }
     const reads = recordReads("huge", { rows: TRANSCRIPT_ROWS });
     try {
-      const db = await store.open();
+      const db = await store.open({ transcriptCacheBytes });
       let transcript: Array<{ content: string | null }> = [];
       const turn = async (holder: string): Promise<void> => {
         expect(await db.acquireSessionTurnLease("huge", holder, { readUnderLease: { sessionId: "huge", onRead: (read) => (transcript = read.transcript) } })).toBe(true);

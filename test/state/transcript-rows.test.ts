@@ -7,13 +7,15 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { StoredMessageTuple } from "../../src/state/conversation.js";
 import { SessionDB } from "../../src/state/session-db.js";
-import { TranscriptRows } from "../../src/state/transcript-rows.js";
+import { rowBytes, TranscriptRows } from "../../src/state/transcript-rows.js";
 
-const row = (id: number): StoredMessageTuple => [id, "user", `m${id}`, null, null, null, null, id, null, null, null, null];
+const row = (id: number, content = `m${id}`): StoredMessageTuple => [id, "user", content, null, null, null, null, id, null, null, null, null];
+/** The weight of `n` rows like row(1)..row(9). */
+const rowsWeight = (n: number): number => n * rowBytes(row(1));
 
 describe("TranscriptRows", () => {
   it("asks only for the rows after the last one it holds, and returns them all in order", () => {
-    const cache = new TranscriptRows(100);
+    const cache = new TranscriptRows();
     const asked: number[] = [];
     const stored = [row(1), row(2)];
     const readAfter = (afterId: number) => {
@@ -28,7 +30,7 @@ describe("TranscriptRows", () => {
   });
 
   it("withinWrite: a step that throws forgets the transcripts it read, and only those", () => {
-    const cache = new TranscriptRows(100);
+    const cache = new TranscriptRows();
     const readAfter = (afterId: number) => [row(1), row(2)].filter((r) => r[0] > afterId);
     cache.read("held", readAfter);
     // Failed before it read anything (SQLITE_BUSY at BEGIN): everything stays held.
@@ -50,7 +52,7 @@ describe("TranscriptRows", () => {
   });
 
   it("readChecked: reads everything first, then the rows after the last one held with the count held, and everything again when the count is off", async () => {
-    const cache = new TranscriptRows(100);
+    const cache = new TranscriptRows();
     const stored = [row(1), row(3)];
     const calls: string[] = [];
     const readAfter = async (afterId: number, heldCount: number) => {
@@ -74,7 +76,7 @@ describe("TranscriptRows", () => {
   });
 
   it("warm: a transcript too long to hold is handed to the session's next read alone, which asks only for newer rows", () => {
-    const cache = new TranscriptRows(3);
+    const cache = new TranscriptRows(rowsWeight(3));
     const stored = [row(1), row(2), row(3), row(4)];
     const asked: string[] = [];
     const readAfter = (session: string) => (afterId: number) => {
@@ -107,7 +109,7 @@ describe("TranscriptRows", () => {
   });
 
   it("warm: a transcript it can hold is simply held", () => {
-    const cache = new TranscriptRows(10);
+    const cache = new TranscriptRows();
     const asked: number[] = [];
     cache.warm("s", (afterId) => {
       asked.push(afterId);
@@ -121,14 +123,15 @@ describe("TranscriptRows", () => {
     expect(asked).toEqual([0, 2]);
   });
 
-  it("keeps at most its bound of rows, dropping the least recently read sessions first", () => {
-    const cache = new TranscriptRows(4);
+  it("keeps at most its bound of bytes, dropping the least recently read sessions first", () => {
+    const cache = new TranscriptRows(rowsWeight(4));
     const rows = (n: number) => () => Array.from({ length: n }, (_, i) => row(i + 1));
     cache.read("a", rows(2));
     cache.read("b", rows(2));
     cache.read("a", () => []); // a is now the most recent
     cache.read("c", rows(2)); // over the bound: b goes
     expect(cache.heldRows).toBe(4);
+    expect(cache.heldBytes).toBe(rowsWeight(4));
     const askedAfter: number[] = [];
     const spy = (afterId: number) => {
       askedAfter.push(afterId);
@@ -138,13 +141,39 @@ describe("TranscriptRows", () => {
     cache.read("b", spy);
     expect(askedAfter).toEqual([2, 0]);
     // A transcript longer than the bound is read whole every time, never kept.
-    const big = new TranscriptRows(3);
+    const big = new TranscriptRows(rowsWeight(3));
     big.read("x", rows(5));
     expect(big.heldRows).toBe(0);
   });
 
+  it("weighs rows by their text: a few long messages take the room of many short ones", () => {
+    const long = "x".repeat(2_000);
+    expect(rowBytes(row(1, long)) - rowBytes(row(1, ""))).toBe(2_000);
+    // Room for the two long rows and five short ones.
+    const cache = new TranscriptRows(2 * rowBytes(row(1, long)) + rowsWeight(5));
+    cache.read("short", () => Array.from({ length: 10 }, (_, i) => row(i + 1)));
+    cache.read("long", () => [row(1, long), row(2, long)]);
+    // Twelve rows in all, but the two long ones weigh more than the room the ten short ones left.
+    expect(cache.holds("short")).toBe(false);
+    expect(cache.holds("long")).toBe(true);
+    expect(cache.heldBytes).toBe(2 * rowBytes(row(1, long)));
+    // Rows added later count too: the held weight grows with them.
+    cache.read("long", () => [row(3)]);
+    expect(cache.heldBytes).toBe(2 * rowBytes(row(1, long)) + rowBytes(row(3)));
+  });
+
+  it("holds fifty conversations of six hundred short messages within its default bound", () => {
+    const cache = new TranscriptRows();
+    const message = (id: number): StoredMessageTuple => [id, id % 2 ? "user" : "assistant", `ingress message ${id}`, null, null, null, null, id, `delivery-${id}`, null, null, "stop"];
+    for (let round = 0; round < 2; round++) {
+      for (let c = 0; c < 50; c++) cache.read(`c${c}`, (afterId) => (afterId === 0 ? Array.from({ length: 600 }, (_, i) => message(i + 1)) : []));
+    }
+    expect(cache.heldRows).toBe(30_000);
+    for (let c = 0; c < 50; c++) expect(cache.holds(`c${c}`)).toBe(true);
+  });
+
   it("returns a copy the caller may change", () => {
-    const cache = new TranscriptRows(10);
+    const cache = new TranscriptRows();
     const first = cache.read("s", () => [row(1)]);
     first.pop();
     expect(cache.read("s", () => []).length).toBe(1);

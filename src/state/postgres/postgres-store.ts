@@ -70,7 +70,7 @@ export class PostgresStore implements SessionStore {
   private readonly sessions: PgSessionSql;
   private readonly messages = new PgMessageSql();
   /** Transcript rows read before (see transcript-rows.ts): a reload reads the rows added since, checked. */
-  private readonly transcripts = new TranscriptRows();
+  private readonly transcripts: TranscriptRows;
   private readonly leases: PgLeaseSql;
   private readonly inbox = new PgInboxSql();
   private readonly deliveries = new PgDeliverySql();
@@ -132,6 +132,7 @@ export class PostgresStore implements SessionStore {
     this.defaultTtlSeconds = options.defaultTtlSeconds ?? STORE_DEFAULTS.defaultTtlSeconds;
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? STORE_DEFAULTS.defaultWaitSeconds;
     this.testClock = options.now ?? null;
+    this.transcripts = new TranscriptRows(options.transcriptCacheBytes);
     this.notifier = options.notifier ?? null;
     this.unsubscribeNotifier =
       this.notifier?.onRelease((conversationId) => wakeLocalWaiters(this.storeKey, conversationId)) ?? null;
