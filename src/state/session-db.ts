@@ -60,7 +60,7 @@ export interface SessionDBOptions extends StoreOptions {
    * wal-checkpointer.ts). The gateway turns it on; off (0) by default. Ignored in memory.
    */
   backgroundCheckpointMs?: number;
-  /** With background checkpoints: rewind the WAL once it holds more frames than this (default 8192, 32 MB). */
+  /** With background checkpoints: rewind the WAL once it holds more frames than this (default 32,768, 128 MB). */
   walRestartFrames?: number;
   /**
    * Another connection of this process checkpoints the file in the background (serve's workers
@@ -77,6 +77,10 @@ const SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 const ATOMIC: WriteOptions = { atomic: true };
 /** A batch the caller gathered: atomic, and run at once (write-batches.ts). */
 const GATHERED: WriteOptions = { atomic: true, now: true };
+/** SQLite's default page size, which the store keeps: a WAL frame holds one page. */
+const WAL_PAGE_BYTES = 4096;
+/** A reset log is trimmed back to this many times the rewind point. */
+const WAL_TRIM_FACTOR = 1.5;
 /** Checkpointed elsewhere: this connection checkpoints only once the WAL is this many times the rewind bound. */
 const ELSEWHERE_AUTOCHECKPOINT_FACTOR = 4;
 /** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
@@ -125,7 +129,7 @@ export class SessionDB implements SessionStore {
   private readonly checkpointer: WalCheckpointer | null = null;
   private readonly gate: WriteGate;
   private readonly writes: WriteBatches;
-  private readonly transcripts = new TranscriptRows();
+  private readonly transcripts: TranscriptRows;
   private closed = false;
 
   constructor(path: string, options: SessionDBOptions = {}) {
@@ -138,6 +142,7 @@ export class SessionDB implements SessionStore {
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? DEFAULTS.defaultWaitSeconds;
     this.busyRetryDeadlineMs = options.busyRetryDeadlineMs ?? DEFAULTS.busyRetryDeadlineMs;
     this.clock = options.now ?? (() => Date.now() / 1000);
+    this.transcripts = new TranscriptRows(options.transcriptCacheBytes);
     if (options.backgroundCheckpointMs && !opened.inMemory) {
       this.checkpointer = this.checkpointInBackground(path, options.backgroundCheckpointMs, options.walRestartFrames);
     } else if (options.checkpointedElsewhere && !opened.inMemory) {
@@ -226,9 +231,11 @@ export class SessionDB implements SessionStore {
 
   private checkpointInBackground(path: string, intervalMs: number, restartAfterFrames: number | undefined): WalCheckpointer {
     this.db.pragma("wal_autocheckpoint = 0");
-    // A WAL that grew under a burst shrinks back once it is reset; above the rewind point (32 MB),
-    // so a log rewound under steady writes is reused in place, not trimmed and grown again.
-    this.db.pragma("journal_size_limit = 67108864");
+    // A WAL that grew under a burst shrinks back once it is reset; above the rewind point (with room
+    // for what is written between a checkpoint that finds the log past it and the rewind), so a log
+    // rewound under steady writes is reused in place, not trimmed and grown again.
+    const trimAboveBytes = Math.round((restartAfterFrames ?? DEFAULT_RESTART_AFTER_FRAMES) * WAL_PAGE_BYTES * WAL_TRIM_FACTOR);
+    this.db.pragma(`journal_size_limit = ${trimAboveBytes}`);
     return WalCheckpointer.start(path, {
       intervalMs,
       restartAfterFrames,

@@ -11,7 +11,7 @@ import { DEFAULT_STEAL_AFTER_MS } from "./write-gate.js";
 export interface WalCheckpointerOptions {
   /** How often the thread checkpoints. The WAL grows by what is written in between. */
   intervalMs: number;
-  /** Rewind the log (RESTART) once it holds more frames than this. Default 8192 (32 MB of 4 KB pages). */
+  /** Rewind the log (RESTART) once it holds more frames than this. Default 32,768 (128 MB of 4 KB pages). */
   restartAfterFrames?: number;
   /** The thread failed: the store goes back to SQLite's automatic checkpoints. */
   onFailure: (err: Error) => void;
@@ -31,13 +31,15 @@ interface ThreadData {
 
 
 /**
- * A rewind holds the write lock (and the process's write gate) while it copies the last frames and
- * syncs the log and the database file: 6-23 ms on a virtual disk, and every ack of those
- * milliseconds waits behind it. Webhooks and their turns write about 18 MB of log a second at 850
- * messages/s: at 16 MB a rewind came every second; at 32 MB every two, and a quarter fewer acks took
- * over 10 ms in the server (bench/README.md, "The log's rewind, half as often").
+ * A rewind holds the write lock (and the process's write gate) while it copies the frames written
+ * since the last passive checkpoint and syncs the log and the database file: 6-23 ms on a virtual
+ * disk, and every ack of those milliseconds waits behind it. What it costs does not depend on the
+ * bound, how often it comes does: webhooks and their turns write 30-60 MB of log a second at
+ * 900 messages/s, so at 32 MB the log was rewound 14-16 times in ten seconds, at 128 MB 4 times,
+ * and the acks over 10 ms at the server fell from 69-88 to 16-25 (bench/README.md, "Long
+ * conversations read whole, and the log rewound a quarter as often").
  */
-export const DEFAULT_RESTART_AFTER_FRAMES = 8_192;
+export const DEFAULT_RESTART_AFTER_FRAMES = 32_768;
 /** A log this many times past the bound is rewound waiting on the locks, as SQLite does by itself. */
 const WAITING_REWIND_FACTOR = 2;
 

@@ -107,7 +107,7 @@ describe("background WAL checkpoints", () => {
     expect(fileSize(`${store.path}-wal`)).toBeLessThan(16_000_000);
   });
 
-  it("by default rewinds the log once it holds 32 MB (a rewind holds the write lock while it syncs), not before", async () => {
+  it("by default rewinds the log once it holds 128 MB (a rewind holds the write lock while it syncs), not before", async () => {
     const db = store.open({ backgroundCheckpointMs: 10 });
     await db.createSession("s-default", { source: "test" });
     const text = "d".repeat(16_000);
@@ -124,10 +124,36 @@ describe("background WAL checkpoints", () => {
       "a rewind",
       1,
     );
-    // Past the default bound of 8,192 frames (32 MB of 4 KB pages), not at the old 4,096.
+    // Past the default bound of 32,768 frames (128 MB of 4 KB pages), not at the old 8,192.
     expect(walRewindStats().lastAtFrames).toBeGreaterThan(DEFAULT_RESTART_AFTER_FRAMES);
-    expect(DEFAULT_RESTART_AFTER_FRAMES).toBe(8_192);
+    expect(DEFAULT_RESTART_AFTER_FRAMES).toBe(32_768);
     expect(await db.getMessages("s-default")).toHaveLength(batch * 10);
+  });
+
+  it("trims a log a burst grew back to one and a half times the rewind point once it is rewound, and no further", async () => {
+    // 400 frames: trimmed back to 400 x 4 KB x 1.5 = 2.4 MB.
+    const db = store.open({ backgroundCheckpointMs: 10, walRestartFrames: 400 });
+    await db.createSession("s-burst", { source: "test" });
+    // One commit of about 8 MB: the log grows to hold it whole.
+    const big = "b".repeat(8_000);
+    await db.appendMessagesBatch("s-burst", Array.from({ length: 1_000 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `${i} ${big}`, timestamp: i })));
+    expect(fileSize(`${store.path}-wal`)).toBeGreaterThan(8_000_000);
+    const rewindsBefore = walRewindStats().rewinds;
+    let batch = 0;
+    // Small commits until the log has been rewound and a commit has started it over.
+    await waitFor(
+      async () => {
+        await db.appendMessagesBatch("s-burst", [{ role: "user", content: `small ${batch++}`, timestamp: batch }]);
+        return walRewindStats().rewinds > rewindsBefore && fileSize(`${store.path}-wal`) < 8_000_000;
+      },
+      20_000,
+      "the log rewound and trimmed",
+      5,
+    );
+    const trimmed = fileSize(`${store.path}-wal`);
+    expect(trimmed).toBeLessThanOrEqual(400 * 4096 * 1.5);
+    // Trimmed to the limit, not emptied: a log rewound under steady writes is reused in place.
+    expect(trimmed).toBeGreaterThan(400 * 4096);
   });
 
   it("rewinds the log without turning this process's writers away: they wait at the write gate, never on SQLITE_BUSY", async () => {
