@@ -43,23 +43,40 @@ interface Run {
   repliesPerS: number | null;
 }
 
-async function loadInChild(plan: WebhookLoadPlan): Promise<WebhookLoadResult> {
-  const child = spawnChild<WebhookLoadIn, WebhookLoadOut>("webhook-load.ts");
-  try {
-    await child.next((m): m is Extract<WebhookLoadOut, { type: "ready" }> => m.type === "ready", 30_000);
-    child.send({ type: "load", plan });
-    const done = await child.next((m): m is Extract<WebhookLoadOut, { type: "done" }> => m.type === "done", plan.seconds * 1000 + 200_000);
+/**
+ * The load generator's process (bench/children/webhook-load.ts), one per measured server: its
+ * warm-up and the load it precedes run in the same process, on the same connections.
+ */
+class LoadGenerator {
+  private constructor(private readonly child: ReturnType<typeof spawnChild<WebhookLoadIn, WebhookLoadOut>>) {}
+
+  static async start(): Promise<LoadGenerator> {
+    const child = spawnChild<WebhookLoadIn, WebhookLoadOut>("webhook-load.ts");
+    try {
+      await child.next((m): m is Extract<WebhookLoadOut, { type: "ready" }> => m.type === "ready", 30_000);
+    } catch (err) {
+      await child.stop();
+      throw err;
+    }
+    return new LoadGenerator(child);
+  }
+
+  async run(plan: Omit<WebhookLoadPlan, "run">): Promise<WebhookLoadResult> {
+    this.child.send({ type: "load", plan: { ...plan, run: randomUUID().slice(0, 8) } });
+    const done = await this.child.next((m): m is Extract<WebhookLoadOut, { type: "done" }> => m.type === "done", plan.seconds * 1000 + 200_000);
     return done.result;
-  } finally {
-    await child.stop();
+  }
+
+  stop(): Promise<void> {
+    return this.child.stop();
   }
 }
 
-async function load(ctx: BenchContext, gateway: GatewayProcess, sink: CallbackSinkProcess | null, seconds: number, label: string, ratePerS: number): Promise<Run> {
+async function load(ctx: BenchContext, generator: LoadGenerator, gateway: GatewayProcess, sink: CallbackSinkProcess | null, seconds: number, label: string, ratePerS: number): Promise<Run> {
   const total = Math.round(ratePerS * seconds);
   const progress = new Progress(label, total, ctx.progress);
   const repliesBefore = (await sink?.received()) ?? 0;
-  const result = await loadInChild({ url: `${gateway.url}${ROUTE}`, secret: SECRET, run: randomUUID().slice(0, 8), ratePerS, seconds, chats: CHATS });
+  const result = await generator.run({ url: `${gateway.url}${ROUTE}`, secret: SECRET, ratePerS, seconds, chats: CHATS });
   const repliesDuring = sink ? (await sink.received()) - repliesBefore : null;
   progress.finish();
   const statuses = new Map(result.statuses);
@@ -114,6 +131,7 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
   const processes: GatewayProcess[] = [];
   // Without workers no reply ever comes: do not wait for them.
   const replies = topology === "no-workers" ? null : sink;
+  const generator = await LoadGenerator.start();
   try {
     const serve = await startGatewayProcess(SERVE_ARGS[topology], env);
     processes.push(serve);
@@ -121,14 +139,15 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
     // Warm-up, uncounted, at the measured rate: long enough that V8 has optimized the ingress
     // path. After 1 s its compiler still took 0.7 s of CPU during the counted 10 s at 1,400
     // msg/s (bench/README.md, "Warm-ups long enough for the JIT").
-    await load({ ...ctx, progress: false }, serve, replies, warmUpSeconds(ctx), "warm-up", ratePerS);
+    await load({ ...ctx, progress: false }, generator, serve, replies, warmUpSeconds(ctx), "warm-up", ratePerS);
     const url = serve.url as string;
     const read = (): ReturnType<typeof readServerTimes> => readServerTimes(url, ROUTE, "webhook");
     const before = await read();
-    const run = await load(ctx, serve, replies, seconds, `ingress (${topology}, ${Math.round(ratePerS)}/s)`, ratePerS);
+    const run = await load(ctx, generator, serve, replies, seconds, `ingress (${topology}, ${Math.round(ratePerS)}/s)`, ratePerS);
     const after = await read();
     return { ...run, server: { answers: overTenMs(before.answer, after.answer), accepts: overTenMs(before.accept, after.accept), walRewinds: after.walRewinds - before.walRewinds } };
   } finally {
+    await generator.stop();
     await Promise.all(processes.map((p) => p.stop()));
     await sink.close();
   }
@@ -137,12 +156,14 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
 /** The same load against a bare node:http server that answers 202 (bench/children/plain-http-server.ts): the machine's floor. */
 async function measurePlainHttp(seconds: number, ratePerS: number): Promise<number[]> {
   const server = spawnChild<never, PlainHttpServerOut>("plain-http-server.ts");
+  const generator = await LoadGenerator.start();
   try {
     const { url } = await server.next((m): m is Extract<PlainHttpServerOut, { type: "ready" }> => m.type === "ready", 30_000);
     const plan = { url: `${url}${ROUTE}`, secret: SECRET, ratePerS, seconds, chats: CHATS };
-    await loadInChild({ ...plan, run: randomUUID().slice(0, 8), seconds: 1 });
-    return (await loadInChild({ ...plan, run: randomUUID().slice(0, 8) })).acksMs;
+    await generator.run({ ...plan, seconds: 1 });
+    return (await generator.run(plan)).acksMs;
   } finally {
+    await generator.stop();
     await server.stop();
   }
 }
@@ -193,7 +214,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_bare_p99_ms", label: "ack p99 (no turns running anywhere)", value: round(c.p99), unit: "ms" },
     ],
     notes: [
-      `Path: POST /webhooks/bench (github-style HMAC signature, reply: callback) -> verify -> inbox row -> BullMQ add -> 202; ${one.sent} deliveries over ${seconds} s to ${CHATS} chats, open loop, each load after an uncounted warm-up of ${warmUpSeconds(ctx)} s at its rate.`,
+      `Path: POST /webhooks/bench (github-style HMAC signature, reply: callback) -> verify -> inbox row -> wake-up (in memory to the workers thread; a BullMQ job in the split layout) -> 202; ${one.sent} deliveries over ${seconds} s to ${CHATS} chats, open loop, each load after an uncounted warm-up of ${warmUpSeconds(ctx)} s at its rate from the same generator process, on the same connections.`,
       `One process: ${describe(one)}; every reply delivered ${drained(one)}.`,
       `Split: ${describe(split)}; every reply delivered ${drained(split)}.`,
       `No turns (the ack path alone, messages stay queued): ${describe(bare)}.`,
