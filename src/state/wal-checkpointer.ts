@@ -37,7 +37,7 @@ interface ThreadData {
  * bound, how often it comes does: webhooks and their turns write 30-60 MB of log a second at
  * 900 messages/s, so at 32 MB the log was rewound 14-16 times in ten seconds, at 128 MB 4 times,
  * and the acks over 10 ms at the server fell from 69-88 to 16-25 (bench/README.md, "Long
- * conversations read whole, and the log rewound a quarter as often").
+ * conversations read whole, a cold load generator, and the log rewound a quarter as often").
  */
 export const DEFAULT_RESTART_AFTER_FRAMES = 32_768;
 /** A log this many times past the bound is rewound waiting on the locks, as SQLite does by itself. */
