@@ -5,11 +5,20 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DEFAULT_POOL_SIZE, openStore, PostgresStore, type SessionStore } from "../../src/state/index.js";
+import {
+  COMPRESSION_END_REASON,
+  DEFAULT_POOL_SIZE,
+  openStore,
+  PostgresStore,
+  TurnLeaseLostError,
+  type SessionStore,
+  type TurnStartRead,
+} from "../../src/state/index.js";
 import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
+import { startRoundTripProxy, type RoundTripProxy } from "../support/round-trip-proxy.js";
 import { until } from "./helpers.js";
 
 const opened: PostgresStore[] = [];
@@ -317,3 +326,111 @@ describe("transcript reads on PostgreSQL", () => {
   });
 });
 
+
+describe("a turn's steps on PostgreSQL, in round trips", () => {
+  const proxies: RoundTripProxy[] = [];
+  afterEach(async () => {
+    for (const proxy of proxies.splice(0)) await proxy.close();
+  });
+
+  /** The store behind a proxy that counts round trips, with a session, two transcript rows and a pending message. */
+  async function storeBehindProxy(label: string): Promise<{ store: PostgresStore; proxy: RoundTripProxy }> {
+    const proxy = await startRoundTripProxy(testDatabaseUrl());
+    proxies.push(proxy);
+    const store = await open(freshSchema(label), proxy.url);
+    await store.createSession("s", { source: "test" });
+    await store.appendMessagesBatch("s", [
+      { role: "user", content: "hello" },
+      { role: "assistant", content: "hi" },
+    ]);
+    return { store, proxy };
+  }
+
+  async function tripsOf<T>(proxy: RoundTripProxy, step: () => Promise<T>): Promise<{ trips: number; value: T }> {
+    const before = proxy.roundTrips();
+    const value = await step();
+    return { trips: proxy.roundTrips() - before, value };
+  }
+
+  const admitWithReads = async (store: PostgresStore, holder: string): Promise<TurnStartRead | null> => {
+    let read: TurnStartRead | null = null;
+    const acquired = await store.acquireSessionTurnLease("s", holder, {
+      readUnderLease: { sessionId: "s", pendingInboxLimit: 5, onRead: (r) => (read = r) },
+    });
+    return acquired ? read : null;
+  };
+
+  it("admission with its reads takes two (BEGIN with them, then COMMIT), the fenced flush three, the release with the head's read one", async () => {
+    const { store, proxy } = await storeBehindProxy("trips");
+    const { row } = await store.recordInbound({ platform: "api", platformMessageId: "m1", sessionId: "s", payload: { text: "next" } });
+    // A first turn opens the pools' connections and prepares their statements.
+    await admitWithReads(store, "warm");
+    await store.releaseSessionTurnLeaseAndReadHead("s", "warm");
+
+    const admitted = await tripsOf(proxy, () => admitWithReads(store, "A"));
+    expect(admitted.value?.transcript.map((m) => m.content)).toEqual(["hello", "hi"]);
+    expect(admitted.value?.pendingInbox?.map((r) => r.id)).toEqual([row.id]);
+    expect(admitted.trips).toBe(2);
+
+    const flushed = await tripsOf(proxy, () =>
+      store.flushTurn("s", [{ role: "user", content: "next" }, { role: "assistant", content: "answer" }], {
+        turnLeaseHolder: "A",
+        endRecords: { completeInbox: { ids: [row.id], reply: "answer", status: "done" } },
+      }),
+    );
+    expect(flushed.value.messageIds).toHaveLength(2);
+    expect(flushed.trips).toBe(3);
+    expect((await store.getInboxRow(row.id))?.status).toBe("done");
+
+    const released = await tripsOf(proxy, () => store.releaseSessionTurnLeaseAndReadHead("s", "A"));
+    expect(released.value).toBeNull();
+    expect(released.trips).toBe(1);
+    expect(await store.getSessionTurnLease("s")).toBeNull();
+  });
+
+  it("a flush sent with its fence is rolled back whole when the fence finds another holder", async () => {
+    const { store } = await storeBehindProxy("fence");
+    const { row } = await store.recordInbound({ platform: "api", platformMessageId: "m1", sessionId: "s", payload: { text: "next" } });
+    expect(await admitWithReads(store, "B")).not.toBeNull();
+    await expect(
+      store.flushTurn("s", [{ role: "assistant", content: "stale" }], {
+        turnLeaseHolder: "A",
+        endRecords: { completeInbox: { ids: [row.id], reply: "stale", status: "done" }, deliveries: [{ platform: "slack", sessionId: "s", target: { channel: "C1" }, text: "stale" }] },
+      }),
+    ).rejects.toBeInstanceOf(TurnLeaseLostError);
+    expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi"]);
+    expect((await store.getInboxRow(row.id))?.status).toBe("pending");
+    expect(await store.deliveriesForSession("s")).toEqual([]);
+  });
+
+  it("the reads sent with the admission see a lower id committed late, and the tip a compaction moved", async () => {
+    const { store } = await storeBehindProxy("late");
+    const schema = store.schema;
+    expect((await admitWithReads(store, "A"))?.transcript).toHaveLength(2);
+    await store.releaseSessionTurnLease("s", "A");
+    const late = new pg.Client({ connectionString: testDatabaseUrl() });
+    await late.connect();
+    try {
+      await late.query("BEGIN");
+      await late.query(`INSERT INTO "${schema}".messages (session_id, role, content, timestamp) VALUES ('s', 'user', 'late', 1)`);
+      await store.appendMessage("s", { role: "assistant", content: "after" });
+      expect((await admitWithReads(store, "B"))?.transcript.map((m) => m.content)).toEqual(["hello", "hi", "after"]);
+      await store.releaseSessionTurnLease("s", "B");
+      await late.query("COMMIT");
+    } finally {
+      await late.end();
+    }
+    expect((await admitWithReads(store, "C"))?.transcript.map((m) => m.content)).toEqual(["hello", "hi", "late", "after"]);
+    await store.releaseSessionTurnLease("s", "C");
+
+    // A compaction's child becomes the tip: the reads sent for the old one are read again for it.
+    await store.endSession("s", COMPRESSION_END_REASON);
+    await store.createSession("s-child", { source: "test", parentSessionId: "s" });
+    await store.appendMessage("s-child", { role: "user", content: "summary" });
+    const moved = await admitWithReads(store, "D");
+    expect(moved?.sessionId).toBe("s-child");
+    expect(moved?.transcript.map((m) => m.content)).toEqual(["summary"]);
+    await store.releaseSessionTurnLease("s", "D");
+    expect((await admitWithReads(store, "E"))?.transcript.map((m) => m.content)).toEqual(["summary"]);
+  });
+});

@@ -9,7 +9,7 @@ import {
   type StoredAttachmentRow,
 } from "../attachments.js";
 import type { AttachmentUpload, MessageAttachment, StoredAttachment } from "../types.js";
-import { clockSql, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS = "id, inbox_id, session_id, message_id, content_type, size_bytes, name, data";
 
@@ -35,41 +35,41 @@ export class PgAttachmentSql {
   /** With the inbox row, in its transaction: one INSERT for all of them. */
   async insertForInbox(db: Queryable, inboxId: number, uploads: readonly AttachmentUpload[], now: number | null): Promise<void> {
     if (uploads.length === 0) return;
-    await db.query(INSERT_FOR_INBOX, [
+    await db.query(prepared(INSERT_FOR_INBOX, [
       inboxId,
       uploads.map((upload) => upload.content_type),
       uploads.map((upload) => upload.data.byteLength),
       uploads.map((upload) => upload.name ?? null),
       uploads.map((upload) => attachmentBytes(upload.data)),
       now,
-    ]);
+    ]));
   }
 
   /** The message's attachments: linked when stored and free, copied when held, inserted when new. */
   async storeForMessage(db: Queryable, sessionId: string, messageId: number, attachments: readonly MessageAttachment[], now: number | null): Promise<void> {
     for (const attachment of attachments) {
       if (attachment.id !== undefined) {
-        if (((await db.query(LINK, [sessionId, messageId, attachment.id])).rowCount ?? 0) > 0) continue;
-        if (((await db.query(COPY, [sessionId, messageId, attachment.id, now])).rowCount ?? 0) > 0) continue;
+        if (((await db.query(prepared(LINK, [sessionId, messageId, attachment.id]))).rowCount ?? 0) > 0) continue;
+        if (((await db.query(prepared(COPY, [sessionId, messageId, attachment.id, now]))).rowCount ?? 0) > 0) continue;
       }
       if (!attachment.data) throw new Error(`attachment ${attachment.id ?? "(new)"} has no data to store`);
       const data = attachmentBytes(attachment.data);
-      await db.query(INSERT_FOR_MESSAGE, [sessionId, messageId, attachment.content_type, data.byteLength, attachment.name ?? null, data, now]);
+      await db.query(prepared(INSERT_FOR_MESSAGE, [sessionId, messageId, attachment.content_type, data.byteLength, attachment.name ?? null, data, now]));
     }
   }
 
   async get(db: Queryable, id: number): Promise<StoredAttachment | null> {
-    const row = (await db.query<StoredAttachmentRow>(SELECT_BY_ID, [id])).rows[0];
+    const row = (await db.query<StoredAttachmentRow>(prepared(SELECT_BY_ID, [id]))).rows[0];
     return row ? toStoredAttachment(row) : null;
   }
 
   async forInbox(db: Queryable, inboxId: number): Promise<StoredAttachment[]> {
-    return (await db.query<StoredAttachmentRow>(SELECT_FOR_INBOX, [inboxId])).rows.map(toStoredAttachment);
+    return (await db.query<StoredAttachmentRow>(prepared(SELECT_FOR_INBOX, [inboxId]))).rows.map(toStoredAttachment);
   }
 
   /** The session's attachments by message row id, with their bytes or without. */
   async bySessionMessage(db: Queryable, sessionId: string, withData: boolean): Promise<Map<number, MessageAttachment[]>> {
-    const rows = (await db.query<ListedAttachmentRow>(withData ? READ_FOR_SESSION : LIST_FOR_SESSION, [sessionId])).rows;
+    const rows = (await db.query<ListedAttachmentRow>(prepared(withData ? READ_FOR_SESSION : LIST_FOR_SESSION, [sessionId]))).rows;
     return attachmentsByMessage(rows);
   }
 }

@@ -3,7 +3,7 @@
 // marked a possible duplicate, exactly as one SQLite writer after another.
 import { toDeliveryRow, withReceipt, type StoredDeliveryRow } from "../deliveries.js";
 import type { DeliveryInsert, DeliveryReceipt, DeliveryRow } from "../types.js";
-import { clockSql, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS =
   "id, platform, session_id, inbox_id, target, text, status, attempts, possible_duplicate, platform_message_id, last_error, created_at, updated_at, display_metadata";
@@ -49,7 +49,7 @@ export class PgDeliverySql {
   /** Returns the new ids in the order given. Run inside a transaction when it must go with other writes. */
   async insertAll(db: Queryable, inserts: DeliveryInsert[], now: number | null): Promise<number[]> {
     if (inserts.length === 0) return [];
-    const result = await db.query<{ id: number }>(INSERT_ALL, [
+    const result = await db.query<{ id: number }>(prepared(INSERT_ALL, [
       inserts.map((d) => d.platform),
       inserts.map((d) => d.sessionId),
       inserts.map((d) => d.inboxId ?? null),
@@ -57,48 +57,48 @@ export class PgDeliverySql {
       inserts.map((d) => d.text),
       now,
       inserts.map((d) => d.claimed === true),
-    ]);
+    ]));
     return result.rows.map((row) => row.id).sort((a, b) => a - b);
   }
 
   async get(db: Queryable, id: number): Promise<DeliveryRow | null> {
-    const row = (await db.query<StoredDeliveryRow>(SELECT_BY_ID, [id])).rows[0];
+    const row = (await db.query<StoredDeliveryRow>(prepared(SELECT_BY_ID, [id]))).rows[0];
     return row ? toDeliveryRow(row) : null;
   }
 
   async claimForSend(db: Queryable, id: number, now: number | null, reclaimAfterSeconds: number): Promise<DeliveryRow | null> {
-    const row = (await db.query<StoredDeliveryRow>(CLAIM, [id, now, reclaimAfterSeconds])).rows[0];
+    const row = (await db.query<StoredDeliveryRow>(prepared(CLAIM, [id, now, reclaimAfterSeconds]))).rows[0];
     return row ? toDeliveryRow(row) : null;
   }
 
   async recordSent(db: Queryable, id: number, platformMessageId: string | null, now: number | null): Promise<void> {
-    await db.query(MARK_SENT, [id, platformMessageId, now]);
+    await db.query(prepared(MARK_SENT, [id, platformMessageId, now]));
   }
 
   async recordFailure(db: Queryable, id: number, error: string, final: boolean, now: number | null): Promise<void> {
-    await db.query(MARK_FAILED, [id, final ? "failed" : "pending", error, now]);
+    await db.query(prepared(MARK_FAILED, [id, final ? "failed" : "pending", error, now]));
   }
 
   /** Send the reply as an edit of an already posted (streamed) message; false when too late. */
   async editInstead(db: Queryable, id: number, messageId: string, now: number | null): Promise<boolean> {
-    return ((await db.query(SET_EDIT_TARGET, [id, messageId, now])).rowCount ?? 0) > 0;
+    return ((await db.query(prepared(SET_EDIT_TARGET, [id, messageId, now]))).rowCount ?? 0) > 0;
   }
 
   async unsent(db: Queryable, limit: number): Promise<DeliveryRow[]> {
-    return (await db.query<StoredDeliveryRow>(SELECT_UNSENT, [limit])).rows.map(toDeliveryRow);
+    return (await db.query<StoredDeliveryRow>(prepared(SELECT_UNSENT, [limit]))).rows.map(toDeliveryRow);
   }
 
   async forSession(db: Queryable, sessionId: string): Promise<DeliveryRow[]> {
-    return (await db.query<StoredDeliveryRow>(SELECT_FOR_SESSION, [sessionId])).rows.map(toDeliveryRow);
+    return (await db.query<StoredDeliveryRow>(prepared(SELECT_FOR_SESSION, [sessionId]))).rows.map(toDeliveryRow);
   }
 
   /** Must run inside a transaction (read under a row lock, merge, write). */
   async recordReceipt(db: Queryable, platform: string, platformMessageId: string, receipt: DeliveryReceipt, now: number | null): Promise<DeliveryRow | null> {
-    const stored = (await db.query<StoredDeliveryRow>(SELECT_BY_PLATFORM_MESSAGE_FOR_UPDATE, [platform, platformMessageId])).rows[0];
+    const stored = (await db.query<StoredDeliveryRow>(prepared(SELECT_BY_PLATFORM_MESSAGE_FOR_UPDATE, [platform, platformMessageId]))).rows[0];
     if (!stored) return null;
     const row = toDeliveryRow(stored);
     const metadata = withReceipt(row.display_metadata, receipt);
-    const updated = await db.query<StoredDeliveryRow>(SET_DISPLAY_METADATA, [row.id, JSON.stringify(metadata), now]);
+    const updated = await db.query<StoredDeliveryRow>(prepared(SET_DISPLAY_METADATA, [row.id, JSON.stringify(metadata), now]));
     return toDeliveryRow(updated.rows[0]);
   }
 }

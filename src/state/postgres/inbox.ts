@@ -2,7 +2,7 @@
 // that races the first delivery on another node waits for it and returns its row.
 import { INBOX_STATUSES, toInboxRow, type StoredInboxRow } from "../inbox.js";
 import type { InboxInsert, InboxRow, InboxStatus } from "../types.js";
-import { clockSql, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
 
@@ -32,7 +32,7 @@ const COUNT_BY_STATUS = "SELECT status, count(*) AS n FROM inbox GROUP BY status
 export class PgInboxSql {
   /** Insert unless the platform message exists; a duplicate returns the existing row. */
   async record(db: Queryable, insert: InboxInsert, now: number | null, rejectionReason: string | null): Promise<{ inserted: boolean; row: InboxRow }> {
-    const created = await db.query<StoredInboxRow>(INSERT, [
+    const created = await db.query<StoredInboxRow>(prepared(INSERT, [
       insert.platform,
       insert.platformMessageId,
       insert.sessionId,
@@ -41,37 +41,37 @@ export class PgInboxSql {
       insert.receivedAt ?? null,
       rejectionReason,
       now,
-    ]);
+    ]));
     if (created.rows[0]) return { inserted: true, row: toInboxRow(created.rows[0]) };
-    const existing = (await db.query<StoredInboxRow>(SELECT_BY_KEY, [insert.platform, insert.platformMessageId])).rows[0];
+    const existing = (await db.query<StoredInboxRow>(prepared(SELECT_BY_KEY, [insert.platform, insert.platformMessageId]))).rows[0];
     if (!existing) throw new Error(`inbox row ${insert.platform}/${insert.platformMessageId} vanished`);
     return { inserted: false, row: toInboxRow(existing) };
   }
 
   async get(db: Queryable, id: number): Promise<InboxRow | null> {
-    const row = (await db.query<StoredInboxRow>(SELECT_BY_ID, [id])).rows[0];
+    const row = (await db.query<StoredInboxRow>(prepared(SELECT_BY_ID, [id]))).rows[0];
     return row ? toInboxRow(row) : null;
   }
 
   async find(db: Queryable, platform: string, platformMessageId: string): Promise<InboxRow | null> {
-    const row = (await db.query<StoredInboxRow>(SELECT_BY_KEY, [platform, platformMessageId])).rows[0];
+    const row = (await db.query<StoredInboxRow>(prepared(SELECT_BY_KEY, [platform, platformMessageId]))).rows[0];
     return row ? toInboxRow(row) : null;
   }
 
   async markAsEnqueued(db: Queryable, ids: number[], now: number | null): Promise<void> {
-    if (ids.length > 0) await db.query(MARK_ENQUEUED, [ids, now]);
+    if (ids.length > 0) await db.query(prepared(MARK_ENQUEUED, [ids, now]));
   }
 
   async pendingForSession(db: Queryable, sessionId: string, limit: number): Promise<InboxRow[]> {
-    return (await db.query<StoredInboxRow>(PENDING_FOR_SESSION, [sessionId, limit])).rows.map(toInboxRow);
+    return (await db.query<StoredInboxRow>(prepared(PENDING_FOR_SESSION, [sessionId, limit]))).rows.map(toInboxRow);
   }
 
   async allPending(db: Queryable, limit: number): Promise<InboxRow[]> {
-    return (await db.query<StoredInboxRow>(ALL_PENDING, [limit])).rows.map(toInboxRow);
+    return (await db.query<StoredInboxRow>(prepared(ALL_PENDING, [limit]))).rows.map(toInboxRow);
   }
 
   async unclaimedHeads(db: Queryable, olderThanSeconds: number, limit: number, now: number | null): Promise<Array<{ conversationId: string; inboxId: number }>> {
-    const rows = (await db.query<{ session_id: string; id: string }>(UNCLAIMED_HEADS, [olderThanSeconds, limit, now])).rows;
+    const rows = (await db.query<{ session_id: string; id: string }>(prepared(UNCLAIMED_HEADS, [olderThanSeconds, limit, now]))).rows;
     return rows.map((r) => ({ conversationId: r.session_id, inboxId: Number(r.id) }));
   }
 
@@ -83,7 +83,7 @@ export class PgInboxSql {
     reason: string | null,
     now: number | null,
   ): Promise<void> {
-    if (ids.length > 0) await db.query(COMPLETE, [ids, status, reply, reason, now]);
+    if (ids.length > 0) await db.query(prepared(COMPLETE, [ids, status, reply, reason, now]));
   }
 
   async counts(db: Queryable): Promise<Record<InboxStatus, number>> {

@@ -7,7 +7,7 @@ import { TurnLeaseLostError } from "../errors.js";
 import { isHeldByThisProcess, isHolderProvablyDead } from "../holder.js";
 import type { LeaseAttempt } from "../lease-admission.js";
 import type { StaleLease } from "../types.js";
-import { clockSql, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 export interface LeaseRow {
   holder: string;
@@ -15,7 +15,7 @@ export interface LeaseRow {
   expires_at: number;
 }
 
-interface LeaseWithClock {
+export interface LeaseWithClock {
   holder: string;
   expires_at: number;
   now: number;
@@ -93,24 +93,24 @@ export class PgLeaseSql {
     now: number | null,
     replaceable: string | null,
   ): Promise<AcquireOutcome> {
-    const row = (await db.query<AcquireOutcome>(ACQUIRE, [key, holder, ttlSeconds, now, replaceable])).rows[0];
+    const row = (await db.query<AcquireOutcome>(prepared(ACQUIRE, [key, holder, ttlSeconds, now, replaceable]))).rows[0];
     if (!row) throw new Error(`lease ${key}: the admission statement returned no row`);
     return row;
   }
 
   /** Extends expiry when `holder` owns the row (even if it ran out and nobody took it); else false. */
   async refresh(db: Queryable, key: string, holder: string, ttlSeconds: number | undefined, now: number | null): Promise<boolean> {
-    return ((await db.query(REFRESH, [key, holder, ttlSeconds ?? null, now])).rowCount ?? 0) > 0;
+    return ((await db.query(prepared(REFRESH, [key, holder, ttlSeconds ?? null, now]))).rowCount ?? 0) > 0;
   }
 
   /** Deletes the row only when `holder` owns it. True when a row was deleted. */
   async release(db: Queryable, key: string, holder: string): Promise<boolean> {
-    return ((await db.query(DELETE_OWN, [key, holder])).rowCount ?? 0) > 0;
+    return ((await db.query(prepared(DELETE_OWN, [key, holder]))).rowCount ?? 0) > 0;
   }
 
   /** The holder of a lease that is still live: not expired and not provably dead. Read only. */
   async liveHolder(db: Queryable, key: string, now: number | null): Promise<string | null> {
-    const row = (await db.query<LeaseWithClock>(SELECT_WITH_CLOCK, [key, now])).rows[0];
+    const row = (await db.query<LeaseWithClock>(prepared(SELECT_WITH_CLOCK, [key, now]))).rows[0];
     if (!row || row.expires_at <= row.now || isHolderProvablyDead(row.holder, this.thisHost)) return null;
     return row.holder;
   }
@@ -118,12 +118,12 @@ export class PgLeaseSql {
   /** Every lease an acquire would take over now (expired, or its holder provably dead). Read only. */
   /** Leases whose holder names this very process (pid and host). */
   async listHeldByThisProcess(db: Queryable): Promise<Array<{ conversationId: string; holder: string }>> {
-    const rows = (await db.query<LeaseWithClock & { conversation_id: string }>(SELECT_ALL_WITH_CLOCK, [null])).rows;
+    const rows = (await db.query<LeaseWithClock & { conversation_id: string }>(prepared(SELECT_ALL_WITH_CLOCK, [null]))).rows;
     return rows.filter((row) => isHeldByThisProcess(row.holder, this.thisHost)).map((row) => ({ conversationId: row.conversation_id, holder: row.holder }));
   }
 
   async listStale(db: Queryable, now: number | null): Promise<StaleLease[]> {
-    const rows = (await db.query<LeaseWithClock & { conversation_id: string }>(SELECT_ALL_WITH_CLOCK, [now])).rows;
+    const rows = (await db.query<LeaseWithClock & { conversation_id: string }>(prepared(SELECT_ALL_WITH_CLOCK, [now]))).rows;
     const stale: StaleLease[] = [];
     for (const row of rows) {
       if (isHolderProvablyDead(row.holder, this.thisHost)) stale.push({ conversationId: row.conversation_id, holder: row.holder, reason: "dead" });
@@ -137,14 +137,14 @@ export class PgLeaseSql {
    * (the row is locked first, so a refresh or a takeover in between wins). True when deleted.
    */
   async reap(db: Queryable, key: string, holder: string, now: number | null): Promise<boolean> {
-    const row = (await db.query<LeaseWithClock>(SELECT_FOR_UPDATE, [key, now])).rows[0];
+    const row = (await db.query<LeaseWithClock>(prepared(SELECT_FOR_UPDATE, [key, now]))).rows[0];
     if (!row || row.holder !== holder) return false;
     if (row.expires_at > row.now && !isHolderProvablyDead(row.holder, this.thisHost)) return false;
-    return ((await db.query(DELETE_OWN, [key, holder])).rowCount ?? 0) > 0;
+    return ((await db.query(prepared(DELETE_OWN, [key, holder]))).rowCount ?? 0) > 0;
   }
 
   async get(db: Queryable, key: string): Promise<LeaseRow | null> {
-    return (await db.query<LeaseRow>(SELECT_ROW, [key])).rows[0] ?? null;
+    return (await db.query<LeaseRow>(prepared(SELECT_ROW, [key]))).rows[0] ?? null;
   }
 
   /**
@@ -154,8 +154,20 @@ export class PgLeaseSql {
    * transaction ends, so no takeover can slip in between this check and the commit.
    */
   async assertHeld(client: pg.PoolClient, key: string, holder: string, now: number | null): Promise<void> {
-    const row = (await client.query<LeaseWithClock>(SELECT_FOR_UPDATE, [key, now])).rows[0];
+    await this.holdFence(client, await this.readFence(client, key, now), key, holder, now);
+  }
+
+  /**
+   * The fence's read alone, locking the row until the transaction ends: a flush sends it with its
+   * writes in one round trip, then checks it (holdFence) before it commits.
+   */
+  async readFence(client: pg.PoolClient, key: string, now: number | null): Promise<LeaseWithClock | null> {
+    return (await client.query<LeaseWithClock>(prepared(SELECT_FOR_UPDATE, [key, now]))).rows[0] ?? null;
+  }
+
+  /** The fence's check of what readFence found: throws TurnLeaseLostError unless `holder` holds it; renews our expired row. */
+  async holdFence(client: pg.PoolClient, row: LeaseWithClock | null, key: string, holder: string, now: number | null): Promise<void> {
     if (!row || row.holder !== holder) throw new TurnLeaseLostError(key, holder, row?.holder ?? null);
-    if (row.expires_at <= row.now) await client.query(RENEW, [key, holder, now]);
+    if (row.expires_at <= row.now) await client.query(prepared(RENEW, [key, holder, now]));
   }
 }

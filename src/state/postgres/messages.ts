@@ -3,7 +3,7 @@
 import { MESSAGE_TUPLE_COLUMNS, type StoredMessageTuple } from "../conversation.js";
 import { toJson } from "../json-columns.js";
 import type { ConversationMessage } from "../types.js";
-import { clockSql, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 const INSERT_ALL = `
   INSERT INTO messages (session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
@@ -53,24 +53,24 @@ export class PgMessageSql {
   /** Inserts in order and returns the row ids in that order. Run inside the flush's transaction. */
   async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null): Promise<number[]> {
     if (messages.length === 0) return [];
-    const result = await db.query<{ id: number }>(INSERT_ALL, [sessionId, ...columns(messages), now]);
+    const result = await db.query<{ id: number }>(prepared(INSERT_ALL, [sessionId, ...columns(messages), now]));
     // Identity values are drawn in insertion order; RETURNING itself promises no order.
     return result.rows.map((row) => row.id).sort((a, b) => a - b);
   }
 
   async rows(db: Queryable, sessionId: string): Promise<StoredMessageTuple[]> {
-    const result = await db.query<StoredMessageTuple>({ text: SELECT_BY_SESSION, values: [sessionId], rowMode: "array" });
+    const result = await db.query<StoredMessageTuple>({ ...prepared(SELECT_BY_SESSION, [sessionId]), rowMode: "array" });
     return result.rows;
   }
 
   /** The rows after `afterId`, or null when the rows up to it are no longer `heldCount` many. */
   async rowsAfterIfUnchanged(db: Queryable, sessionId: string, afterId: number, heldCount: number): Promise<StoredMessageTuple[] | null> {
-    const result = await db.query<[number, ...StoredMessageTuple]>({ text: SELECT_AFTER_WITH_COUNT, values: [sessionId, afterId], rowMode: "array" });
+    const result = await db.query<[number, ...StoredMessageTuple]>({ ...prepared(SELECT_AFTER_WITH_COUNT, [sessionId, afterId]), rowMode: "array" });
     if (result.rows.length === 0 || result.rows[0][0] !== heldCount) return null;
     return result.rows.filter((row) => row[1] !== null).map((row) => row.slice(1) as StoredMessageTuple);
   }
 
   async hasPlatformMessageId(db: Queryable, sessionId: string, platformMessageId: string): Promise<boolean> {
-    return ((await db.query(SELECT_PLATFORM_ID, [platformMessageId, sessionId])).rowCount ?? 0) > 0;
+    return ((await db.query(prepared(SELECT_PLATFORM_ID, [platformMessageId, sessionId]))).rowCount ?? 0) > 0;
   }
 }

@@ -35,7 +35,20 @@ import type {
   WakeUpView,
 } from "../types.js";
 import { PgAttachmentSql } from "./attachments.js";
-import { checkSchemaName, createPool, DEFAULT_SCHEMA, describeDatabase, inTransaction, isTransientPgError, type Queryable } from "./connection.js";
+import {
+  allInOrder,
+  checkSchemaName,
+  createPool,
+  DEFAULT_SCHEMA,
+  describeDatabase,
+  inTransaction,
+  isPoolClient,
+  isTransientPgError,
+  sendTogether,
+  transactionInOneTrip,
+  type Queryable,
+  type TransactionOptions,
+} from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
 import { PgLeaseSql } from "./lease.js";
@@ -64,6 +77,9 @@ function isMissingSession(err: unknown): boolean {
   return pgError.code === "23503" && pgError.constraint === "messages_session_id_fkey";
 }
 
+/** Sessions whose tips are remembered; past it the memory starts again (a wrong guess costs one more read). */
+const MAX_TIPS_REMEMBERED = 10_000;
+
 export class PostgresStore implements SessionStore {
   /** Which database and schema (no credentials): waiters on the same one in this process wake each other. */
   readonly storeKey: string;
@@ -83,6 +99,8 @@ export class PostgresStore implements SessionStore {
   /** Null: the database's clock. */
   private readonly testClock: (() => number) | null;
   private readonly activeWakeups = new Set<ArmedWakeup>();
+  /** The tip each session had at its last turn: the next turn's reads are sent for it before the tip is known. */
+  private readonly tips = new Map<string, string>();
   private closed = false;
 
   /** Connect, create the schema if missing and migrate it (under an advisory lock), then serve. */
@@ -165,9 +183,9 @@ export class PostgresStore implements SessionStore {
     return work(this.leasePool);
   }
 
-  private async leaseTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  private async leaseTransaction<T>(work: (client: pg.PoolClient) => Promise<T>, options?: TransactionOptions): Promise<T> {
     this.assertOpen();
-    return inTransaction(this.leasePool, work);
+    return inTransaction(this.leasePool, work, options);
   }
 
   private armTracked(key: string): ArmedWakeup {
@@ -232,27 +250,36 @@ export class PostgresStore implements SessionStore {
     return (await this.flushTurn(sessionId, messages, options)).messageIds;
   }
 
-  /** The fenced flush: lease check, inserts, inbox completion and deliveries in one transaction. */
+  /**
+   * The fenced flush: lease check, inserts, inbox completion and deliveries in one transaction.
+   * After BEGIN (awaited: these writes must never run outside it), the check and the writes go
+   * out together; a check that fails rolls the writes back with the rest.
+   */
   async flushTurn(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<FlushResult> {
     const now = this.now();
     return this.transaction(async (client) => {
-      const holder = options.turnLeaseHolder;
-      if (holder !== undefined && holder !== null) {
-        await this.leases.assertHeld(client, await this.sessions.conversationIdOf(client, sessionId), holder, now);
-      }
-      let messageIds: number[];
-      try {
-        messageIds = await this.messages.insertAll(client, sessionId, messages, now);
-      } catch (err) {
-        throw isMissingSession(err) ? new UnknownSessionError(sessionId) : err;
-      }
+      const holder = options.turnLeaseHolder ?? null;
+      const fenceKey = holder === null ? null : await this.sessions.conversationIdOf(client, sessionId);
+      const completion = options.endRecords?.completeInbox;
+      const [fence, inserted, completed, delivered] = await Promise.allSettled(
+        sendTogether(client, () => [
+          fenceKey === null ? Promise.resolve(null) : this.leases.readFence(client, fenceKey, now),
+          this.messages.insertAll(client, sessionId, messages, now),
+          completion ? this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now) : Promise.resolve(),
+          options.endRecords?.deliveries ? this.deliveries.insertAll(client, options.endRecords.deliveries, now) : Promise.resolve([]),
+        ] as const),
+      );
+      // The fence first: a lost lease is what the caller must hear, whatever failed behind it.
+      if (fence.status === "rejected") throw fence.reason;
+      if (fenceKey !== null && holder !== null) await this.leases.holdFence(client, fence.value, fenceKey, holder, now);
+      if (inserted.status === "rejected") throw isMissingSession(inserted.reason) ? new UnknownSessionError(sessionId) : inserted.reason;
+      if (completed.status === "rejected") throw completed.reason;
+      if (delivered.status === "rejected") throw delivered.reason;
+      const messageIds = inserted.value;
       for (const [index, message] of messages.entries()) {
         if (message.attachments?.length) await this.attachments.storeForMessage(client, sessionId, messageIds[index], message.attachments, now);
       }
-      const completion = options.endRecords?.completeInbox;
-      if (completion) await this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now);
-      const deliveryIds = options.endRecords?.deliveries ? await this.deliveries.insertAll(client, options.endRecords.deliveries, now) : [];
-      return { messageIds, deliveryIds };
+      return { messageIds, deliveryIds: delivered.value };
     });
   }
 
@@ -283,6 +310,7 @@ export class PostgresStore implements SessionStore {
   }
 
   private async conversationOf(db: Queryable, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
+    if (isPoolClient(db)) return this.conversationOn(db, sessionId, options);
     const rows = await this.transcripts.readChecked(
       sessionId,
       (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(db, sessionId, afterId, heldCount),
@@ -291,11 +319,62 @@ export class PostgresStore implements SessionStore {
     return transcriptFromRows(rows, await this.attachments.bySessionMessage(db, sessionId, true), options);
   }
 
-  private async turnStartRead(db: Queryable, sessionId: string): Promise<TurnStartRead> {
-    const tip = (await this.sessions.tipOf(db, sessionId)) || sessionId;
-    const sessionExists = (await this.sessions.get(db, tip)) !== null;
-    const transcript = sessionExists ? await this.conversationOf(db, tip, { repairAlternation: true, includeRowIds: true }) : [];
-    return { sessionId: tip, sessionExists, transcript };
+  /**
+   * conversationOf on one connection: the rows and their attachments are read in one round trip,
+   * in that order (a connection runs what it is sent in order). The rows come first so that every
+   * message read has all of its attachments in the later read; when the rows have to be read
+   * again (a lower id committed late), so are the attachments.
+   */
+  private async conversationOn(client: pg.PoolClient, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
+    let sent = false;
+    let readAgain = false;
+    const reads = allInOrder([
+      this.transcripts.readChecked(
+        sessionId,
+        (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount),
+        () => {
+          readAgain = sent;
+          return this.messages.rows(client, sessionId);
+        },
+      ),
+      this.attachments.bySessionMessage(client, sessionId, true),
+    ] as const);
+    sent = true;
+    const [rows, attachments] = await reads;
+    return transcriptFromRows(rows, readAgain ? await this.attachments.bySessionMessage(client, sessionId, true) : attachments, options);
+  }
+
+  /**
+   * Under a lease just taken, in its transaction: the tip, whether it has a row, its transcript
+   * and the conversation's pending head. They go out with the admission itself, for the tip the
+   * session had last time (nearly always its tip still); a tip that moved is read again.
+   */
+  private issueTurnStartRead(client: pg.PoolClient, reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>, conversationId: string): Promise<TurnStartRead> {
+    const guess = this.tips.get(reading.sessionId) ?? reading.sessionId;
+    const limit = reading.pendingInboxLimit ?? 0;
+    const transcriptOptions = { repairAlternation: true, includeRowIds: true };
+    const issued = allInOrder([
+      this.sessions.tipOf(client, reading.sessionId),
+      this.sessions.get(client, guess),
+      this.conversationOn(client, guess, transcriptOptions),
+      limit > 0 ? this.inbox.pendingForSession(client, conversationId, limit) : Promise.resolve(null),
+    ] as const);
+    return issued.then(async ([tip, guessedRow, guessedTranscript, pendingInbox]) => {
+      let sessionExists = guessedRow !== null;
+      let transcript = guessedTranscript;
+      if (tip !== guess) {
+        this.rememberTip(reading.sessionId, tip);
+        sessionExists = (await this.sessions.get(client, tip)) !== null;
+        transcript = sessionExists ? await this.conversationOn(client, tip, transcriptOptions) : [];
+      }
+      const read: TurnStartRead = { sessionId: tip, sessionExists, transcript: sessionExists ? transcript : [] };
+      return pendingInbox === null ? read : { ...read, pendingInbox };
+    });
+  }
+
+  private rememberTip(sessionId: string, tip: string): void {
+    if (this.tips.size >= MAX_TIPS_REMEMBERED) this.tips.clear();
+    this.tips.set(sessionId, tip);
   }
 
   async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
@@ -319,15 +398,20 @@ export class PostgresStore implements SessionStore {
         resolveConversationId: () => this.conversationIdOf(sessionId),
         attempt: (conversationId) => {
           if (!reading) return this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()));
-          // Admission and the turn's first reads in one transaction: rolled back together when a read fails.
-          return this.leaseTransaction(async (client) => {
-            const attempt = await this.leases.tryAcquire(client, conversationId, holder, ttl, this.now());
-            if (!attempt.acquired) return attempt;
-            const started = await this.turnStartRead(client, reading.sessionId);
-            const limit = reading.pendingInboxLimit ?? 0;
-            read = limit > 0 ? { ...started, pendingInbox: await this.inbox.pendingForSession(client, conversationId, limit) } : started;
-            return attempt;
-          });
+          // Admission and the turn's first reads in one transaction (rolled back together when a
+          // read fails) and one round trip with BEGIN: the reads go out with the admission and are
+          // dropped when it fails.
+          return this.leaseTransaction(
+            async (client) => {
+              const [attempt, started] = await allInOrder([
+                this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
+                this.issueTurnStartRead(client, reading, conversationId),
+              ] as const);
+              if (attempt.acquired) read = started;
+              return attempt;
+            },
+            { beginWithWork: true },
+          );
         },
         isContended: isTransientPgError,
         arm: (conversationId) => this.armTracked(conversationId),
@@ -355,11 +439,13 @@ export class PostgresStore implements SessionStore {
 
   async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
     const conversationId = await this.conversationIdOf(sessionId);
-    // One transaction: a concurrent acquire's upsert waits on this DELETE until it commits.
-    const { released, head } = await this.leaseTransaction(async (client) => ({
-      released: await this.leases.release(client, conversationId, holder),
-      head: (await this.inbox.pendingForSession(client, conversationId, 1))[0] ?? null,
-    }));
+    // One transaction (a concurrent acquire's upsert waits on this DELETE until it commits), and
+    // one round trip: BEGIN, the delete, the head's read and COMMIT go out together.
+    this.assertOpen();
+    const [released, pending] = await transactionInOneTrip(this.leasePool, (client) =>
+      allInOrder([this.leases.release(client, conversationId, holder), this.inbox.pendingForSession(client, conversationId, 1)] as const),
+    );
+    const head = pending[0] ?? null;
     if (released) this.announceRelease(conversationId);
     return head;
   }

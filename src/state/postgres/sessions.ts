@@ -3,7 +3,7 @@
 import type pg from "pg";
 import { COMPRESSION_END_REASON } from "../sessions.js";
 import type { CreateSessionInput, SessionRow, SessionSummary } from "../types.js";
-import { clockSql, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS = "id, source, session_key, chat_id, thread_id, user_id, parent_session_id, started_at, ended_at, end_reason, title, model";
 
@@ -86,7 +86,7 @@ export class PgSessionSql {
 
   /** Idempotent: a second create of an existing id returns the existing row unchanged. */
   async create(db: Queryable, id: string, input: CreateSessionInput, now: number | null): Promise<SessionRow> {
-    await db.query(INSERT, [
+    await db.query(prepared(INSERT, [
       id,
       input.source,
       input.sessionKey ?? null,
@@ -98,23 +98,23 @@ export class PgSessionSql {
       input.title ?? null,
       input.model ?? null,
       now,
-    ]);
+    ]));
     const row = await this.get(db, id);
     if (!row) throw new Error(`session ${id} vanished right after it was created`);
     return row;
   }
 
   async get(db: Queryable, id: string): Promise<SessionRow | null> {
-    return (await db.query<SessionRow>(SELECT_ONE, [id])).rows[0] ?? null;
+    return (await db.query<SessionRow>(prepared(SELECT_ONE, [id]))).rows[0] ?? null;
   }
 
   async endSession(db: Queryable, id: string, reason: string, now: number | null): Promise<void> {
-    await db.query(END, [id, reason, now]);
+    await db.query(prepared(END, [id, reason, now]));
   }
 
   /** The live session of a key, without writing (null: ensureForKey must create one). */
   async liveForKey(db: Queryable, sessionKey: string): Promise<SessionRow | null> {
-    return (await db.query<SessionRow>(LIVE_FOR_KEY, [sessionKey])).rows[0] ?? null;
+    return (await db.query<SessionRow>(prepared(LIVE_FOR_KEY, [sessionKey]))).rows[0] ?? null;
   }
 
   /**
@@ -126,7 +126,7 @@ export class PgSessionSql {
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`switchboard:session-key:${this.schema}:${sessionKey}`]);
     const live = await this.liveForKey(client, sessionKey);
     if (live) return live;
-    const compressed = (await client.query<{ id: string }>(COMPRESSED_FOR_KEY, [sessionKey])).rows[0]?.id;
+    const compressed = (await client.query<{ id: string }>(prepared(COMPRESSED_FOR_KEY, [sessionKey]))).rows[0]?.id;
     if (compressed) {
       const tip = await this.get(client, await this.tipOf(client, compressed));
       if (tip && tip.ended_at === null) return tip;
@@ -136,12 +136,12 @@ export class PgSessionSql {
 
   async keysWithPrefix(db: Queryable, prefix: string, limit: number): Promise<string[]> {
     // Every string with the prefix sorts at or after it and before prefix + U+FFFF.
-    const result = await db.query<{ session_key: string }>(KEYS_WITH_PREFIX, [prefix, `${prefix}\uffff`, limit]);
+    const result = await db.query<{ session_key: string }>(prepared(KEYS_WITH_PREFIX, [prefix, `${prefix}\uffff`, limit]));
     return result.rows.map((row) => row.session_key);
   }
 
   async listRecent(db: Queryable, limit: number): Promise<SessionSummary[]> {
-    return (await db.query<SessionSummary>(LIST_RECENT, [limit])).rows;
+    return (await db.query<SessionSummary>(prepared(LIST_RECENT, [limit]))).rows;
   }
 
   /**
@@ -150,7 +150,7 @@ export class PgSessionSql {
    */
   async conversationIdOf(db: Queryable, id: string, remember = true): Promise<string> {
     if (this.knownRoots.has(id)) return id;
-    const row = (await db.query<{ id: string; parentless: boolean | null }>(LINEAGE_ROOT, [id])).rows[0];
+    const row = (await db.query<{ id: string; parentless: boolean | null }>(prepared(LINEAGE_ROOT, [id]))).rows[0];
     if (!row) return id;
     if (remember && row.parentless === true) {
       if (this.knownRoots.size >= MAX_KNOWN_ROOTS) this.knownRoots.clear();
@@ -161,6 +161,6 @@ export class PgSessionSql {
 
   /** Follow compression children down to the live tip (the newest child at each step). */
   async tipOf(db: Queryable, id: string): Promise<string> {
-    return (await db.query<{ id: string }>(COMPRESSION_TIP, [id])).rows[0]?.id ?? id;
+    return (await db.query<{ id: string }>(prepared(COMPRESSION_TIP, [id]))).rows[0]?.id ?? id;
   }
 }
