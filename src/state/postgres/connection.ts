@@ -7,11 +7,6 @@ export { describeDatabase } from "./describe.js";
 
 export type Queryable = pg.Pool | pg.PoolClient;
 
-/** One connection (a transaction's), rather than the pool, which may run each statement on another. */
-export function isPoolClient(db: Queryable): db is pg.PoolClient {
-  return "release" in db;
-}
-
 export const DEFAULT_SCHEMA = "switchboard";
 
 /** A plain identifier: quoting never has to escape anything, and search_path takes it as is. */

@@ -148,24 +148,20 @@ export class PgLeaseSql {
   }
 
   /**
-   * The fence. Call inside the write transaction, before the guarded writes: a missing row or
-   * another holder throws TurnLeaseLostError (the transaction rolls back, nothing is written);
-   * our own expired row is renewed, since nobody else took it. The row stays locked until the
-   * transaction ends, so no takeover can slip in between this check and the commit.
-   */
-  async assertHeld(client: pg.PoolClient, key: string, holder: string, now: number | null): Promise<void> {
-    await this.holdFence(client, await this.readFence(client, key, now), key, holder, now);
-  }
-
-  /**
-   * The fence's read alone, locking the row until the transaction ends: a flush sends it with its
-   * writes in one round trip, then checks it (holdFence) before it commits.
+   * The fence, first half: call inside the write transaction, before the guarded writes. Locks the
+   * lease row until the transaction ends, so no takeover can slip in between the check and the
+   * commit. A flush sends it with its writes in one round trip and checks it (holdFence) before
+   * it commits.
    */
   async readFence(client: pg.PoolClient, key: string, now: number | null): Promise<LeaseWithClock | null> {
     return (await client.query<LeaseWithClock>(prepared(SELECT_FOR_UPDATE, [key, now]))).rows[0] ?? null;
   }
 
-  /** The fence's check of what readFence found: throws TurnLeaseLostError unless `holder` holds it; renews our expired row. */
+  /**
+   * The fence, second half, on what readFence found: a missing row or another holder throws
+   * TurnLeaseLostError (the transaction rolls back, nothing is written); our own expired row is
+   * renewed, since nobody else took it.
+   */
   async holdFence(client: pg.PoolClient, row: LeaseWithClock | null, key: string, holder: string, now: number | null): Promise<void> {
     if (!row || row.holder !== holder) throw new TurnLeaseLostError(key, holder, row?.holder ?? null);
     if (row.expires_at <= row.now) await client.query(prepared(RENEW, [key, holder, now]));

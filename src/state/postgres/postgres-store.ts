@@ -42,11 +42,9 @@ import {
   DEFAULT_SCHEMA,
   describeDatabase,
   inTransaction,
-  isPoolClient,
   isTransientPgError,
   sendTogether,
   transactionInOneTrip,
-  type Queryable,
   type TransactionOptions,
 } from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
@@ -309,8 +307,8 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.conversationOf(db, sessionId, options));
   }
 
-  private async conversationOf(db: Queryable, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
-    if (isPoolClient(db)) return this.conversationOn(db, sessionId, options);
+  /** On the pool, which may run each statement on another connection: the rows, then their attachments. */
+  private async conversationOf(db: pg.Pool, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
     const rows = await this.transcripts.readChecked(
       sessionId,
       (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(db, sessionId, afterId, heldCount),
