@@ -15,6 +15,8 @@ import {
   type TurnStartRead,
 } from "../../src/state/index.js";
 import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
+import { PgLeaseSql } from "../../src/state/postgres/lease.js";
+import { PgMessageSql } from "../../src/state/postgres/messages.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
@@ -360,7 +362,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     return acquired ? read : null;
   };
 
-  it("admission with its reads takes two (BEGIN with them, then COMMIT), the fenced flush three, the release with the head's read one", async () => {
+  it("admission with its reads takes two (BEGIN with them, then COMMIT), the fenced flush one, the release with the head's read one", async () => {
     const { store, proxy } = await storeBehindProxy("trips");
     const { row } = await store.recordInbound({ platform: "api", platformMessageId: "m1", sessionId: "s", payload: { text: "next" } });
     // A first turn opens the pools' connections and prepares their statements.
@@ -379,7 +381,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
       }),
     );
     expect(flushed.value.messageIds).toHaveLength(2);
-    expect(flushed.trips).toBe(3);
+    expect(flushed.trips).toBe(1);
     expect((await store.getInboxRow(row.id))?.status).toBe("done");
 
     const released = await tripsOf(proxy, () => store.releaseSessionTurnLeaseAndReadHead("s", "A"));
@@ -401,6 +403,37 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi"]);
     expect((await store.getInboxRow(row.id))?.status).toBe("pending");
     expect(await store.deliveriesForSession("s")).toEqual([]);
+  });
+
+  it("a fenced write writes only in a transaction its fence marked for a holder of the lease", async () => {
+    const { store } = await storeBehindProxy("mark");
+    expect(await admitWithReads(store, "A")).not.toBeNull();
+    const pool = createPool({ connectionString: testDatabaseUrl(), schema: store.schema, maxConnections: 1, lockTimeoutMs: 5_000 });
+    const leases = new PgLeaseSql("this-host");
+    const messages = new PgMessageSql();
+    try {
+      // Outside a transaction, as the statements would run if their BEGIN had failed: the fence's
+      // mark ends with its own statement, and the write after it writes nothing.
+      const client = await pool.connect();
+      try {
+        expect((await leases.fence(client, "s", "A", null))?.holder).toBe("A");
+        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "unfenced" }], null, true)).toEqual([]);
+        // In one transaction: written for the holder, not for another.
+        await client.query("BEGIN");
+        await leases.fence(client, "s", "B", null);
+        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "not B's" }], null, true)).toEqual([]);
+        await client.query("ROLLBACK");
+        await client.query("BEGIN");
+        await leases.fence(client, "s", "A", null);
+        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "A's" }], null, true)).toHaveLength(1);
+        await client.query("COMMIT");
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+    }
+    expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi", "A's"]);
   });
 
   it("the reads sent with the admission see a lower id committed late, and the tip a compaction moved", async () => {

@@ -164,6 +164,17 @@ export async function allInOrder<T extends readonly unknown[]>(pending: { readon
   return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
+/**
+ * The fence's mark on its transaction: the fence statement sets it, for that transaction only,
+ * when the flush's holder holds the lease; a fenced write's statement writes nothing without it.
+ * So a write sent together with its fence can never land unfenced: not when the fence found
+ * another holder, and not when BEGIN failed and the statements ran each in a transaction of its
+ * own (the mark then ends with the fence's statement).
+ */
+export const FENCE_MARK = "switchboard.fence";
+/** The condition a fenced write's statement adds. */
+export const FENCE_HELD = `current_setting('${FENCE_MARK}', true) = 'held'`;
+
 /** Names of the statements prepared so far, by their text (every connection prepares a name once). */
 const statementNames = new Map<string, string>();
 

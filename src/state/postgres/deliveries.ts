@@ -3,20 +3,24 @@
 // marked a possible duplicate, exactly as one SQLite writer after another.
 import { toDeliveryRow, withReceipt, type StoredDeliveryRow } from "../deliveries.js";
 import type { DeliveryInsert, DeliveryReceipt, DeliveryRow } from "../types.js";
-import { clockSql, prepared, type Queryable } from "./connection.js";
+import { clockSql, FENCE_HELD, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS =
   "id, platform, session_id, inbox_id, target, text, status, attempts, possible_duplicate, platform_message_id, last_error, created_at, updated_at, display_metadata";
 
-const INSERT_ALL = `
+/** The batch insert; `guard` (a WHERE clause or nothing) decides whether it writes at all. */
+const insertAllSql = (guard: string): string => `
   INSERT INTO deliveries (platform, session_id, inbox_id, target, text, status, attempts, created_at, updated_at)
   SELECT d.platform, d.session_id, d.inbox_id, d.target, d.text,
          CASE WHEN d.claimed THEN 'sending' ELSE 'pending' END, CASE WHEN d.claimed THEN 1 ELSE 0 END,
          ${clockSql(6)}, ${clockSql(6)}
     FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $7::boolean[])
          WITH ORDINALITY AS d (platform, session_id, inbox_id, target, text, claimed, ord)
+   ${guard}
    ORDER BY d.ord
   RETURNING id`;
+const INSERT_ALL = insertAllSql("");
+const INSERT_ALL_FENCED = insertAllSql(`WHERE ${FENCE_HELD}`);
 
 const SELECT_BY_ID = `SELECT ${COLUMNS} FROM deliveries WHERE id = $1`;
 // SET expressions see the row as it was before the update: one already 'sending' becomes a possible
@@ -46,10 +50,13 @@ const SELECT_BY_PLATFORM_MESSAGE_FOR_UPDATE = `
 const SET_DISPLAY_METADATA = `UPDATE deliveries SET display_metadata = $2, updated_at = ${clockSql(3)} WHERE id = $1 RETURNING ${COLUMNS}`;
 
 export class PgDeliverySql {
-  /** Returns the new ids in the order given. Run inside a transaction when it must go with other writes. */
-  async insertAll(db: Queryable, inserts: DeliveryInsert[], now: number | null): Promise<number[]> {
+  /**
+   * Returns the new ids in the order given. Run inside a transaction when it must go with other
+   * writes; `fenced`: only in a transaction the fence marked (none inserted otherwise).
+   */
+  async insertAll(db: Queryable, inserts: DeliveryInsert[], now: number | null, fenced = false): Promise<number[]> {
     if (inserts.length === 0) return [];
-    const result = await db.query<{ id: number }>(prepared(INSERT_ALL, [
+    const result = await db.query<{ id: number }>(prepared(fenced ? INSERT_ALL_FENCED : INSERT_ALL, [
       inserts.map((d) => d.platform),
       inserts.map((d) => d.sessionId),
       inserts.map((d) => d.inboxId ?? null),

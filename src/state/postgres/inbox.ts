@@ -2,7 +2,7 @@
 // that races the first delivery on another node waits for it and returns its row.
 import { INBOX_STATUSES, toInboxRow, type StoredInboxRow } from "../inbox.js";
 import type { InboxInsert, InboxRow, InboxStatus } from "../types.js";
-import { clockSql, prepared, type Queryable } from "./connection.js";
+import { clockSql, FENCE_HELD, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
 
@@ -27,6 +27,7 @@ const UNCLAIMED_HEADS = `
 const COMPLETE = `
   UPDATE inbox SET status = $2, completed_at = ${clockSql(5)}, reply = $3, reason = $4
    WHERE status = 'pending' AND id = ANY ($1::bigint[])`;
+const COMPLETE_FENCED = `${COMPLETE} AND ${FENCE_HELD}`;
 const COUNT_BY_STATUS = "SELECT status, count(*) AS n FROM inbox GROUP BY status";
 
 export class PgInboxSql {
@@ -75,6 +76,7 @@ export class PgInboxSql {
     return rows.map((r) => ({ conversationId: r.session_id, inboxId: Number(r.id) }));
   }
 
+  /** Settles pending rows; `fenced`: only in a transaction the fence marked (none moves otherwise). */
   async completeRows(
     db: Queryable,
     ids: number[],
@@ -82,8 +84,9 @@ export class PgInboxSql {
     reply: string | null,
     reason: string | null,
     now: number | null,
+    fenced = false,
   ): Promise<void> {
-    if (ids.length > 0) await db.query(prepared(COMPLETE, [ids, status, reply, reason, now]));
+    if (ids.length > 0) await db.query(prepared(fenced ? COMPLETE_FENCED : COMPLETE, [ids, status, reply, reason, now]));
   }
 
   async counts(db: Queryable): Promise<Record<InboxStatus, number>> {

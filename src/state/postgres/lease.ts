@@ -7,7 +7,7 @@ import { TurnLeaseLostError } from "../errors.js";
 import { isHeldByThisProcess, isHolderProvablyDead } from "../holder.js";
 import type { LeaseAttempt } from "../lease-admission.js";
 import type { StaleLease } from "../types.js";
-import { clockSql, prepared, type Queryable } from "./connection.js";
+import { clockSql, FENCE_MARK, prepared, type Queryable } from "./connection.js";
 
 export interface LeaseRow {
   holder: string;
@@ -42,6 +42,20 @@ const ACQUIRE = `
   SELECT EXISTS (SELECT 1 FROM taken) AS acquired, current.holder, current.expires_at, clock.now
     FROM clock LEFT JOIN session_turn_leases current ON current.conversation_id = $1`;
 
+// The fence in one statement. Locks the row until the transaction ends (a takeover waits for the
+// fenced writes to commit), renews the holder's own expired row, and marks the transaction for
+// the fenced writes (FENCE_MARK) only when $2 holds the lease.
+const FENCE = `
+  WITH found AS (
+    SELECT holder, expires_at, ${clockSql(3)} AS now FROM session_turn_leases WHERE conversation_id = $1 FOR UPDATE
+  ),
+  renewed AS (
+    UPDATE session_turn_leases lease SET expires_at = found.now + lease.ttl_seconds
+      FROM found
+     WHERE lease.conversation_id = $1 AND lease.holder = $2 AND found.holder = $2 AND found.expires_at <= found.now
+  )
+  SELECT holder, expires_at, now, set_config('${FENCE_MARK}', CASE WHEN holder = $2 THEN 'held' ELSE '' END, true) AS mark
+    FROM found`;
 // Locks the row until the transaction ends: a takeover waits for the fenced writes to commit.
 const SELECT_FOR_UPDATE = `
   SELECT holder, expires_at, ${clockSql(2)} AS now FROM session_turn_leases WHERE conversation_id = $1 FOR UPDATE`;
@@ -52,7 +66,6 @@ const REFRESH = `
   UPDATE session_turn_leases
      SET expires_at = ${clockSql(4)} + COALESCE($3::float8, ttl_seconds), ttl_seconds = COALESCE($3::float8, ttl_seconds)
    WHERE conversation_id = $1 AND holder = $2`;
-const RENEW = `UPDATE session_turn_leases SET expires_at = ${clockSql(3)} + ttl_seconds WHERE conversation_id = $1 AND holder = $2`;
 const DELETE_OWN = "DELETE FROM session_turn_leases WHERE conversation_id = $1 AND holder = $2";
 // One row per turn running (or left by a dead one) in the deployment: small.
 const SELECT_ALL_WITH_CLOCK = `SELECT conversation_id, holder, expires_at, ${clockSql(1)} AS now FROM session_turn_leases ORDER BY conversation_id`;
@@ -148,22 +161,18 @@ export class PgLeaseSql {
   }
 
   /**
-   * The fence, first half: call inside the write transaction, before the guarded writes. Locks the
-   * lease row until the transaction ends, so no takeover can slip in between the check and the
-   * commit. A flush sends it with its writes in one round trip and checks it (holdFence) before
-   * it commits.
+   * The fence, in the flush's transaction and before its writes: locks the lease row until the
+   * transaction ends (no takeover can slip in before the commit), renews our own expired row
+   * (nobody took it), and marks the transaction fenced when `holder` holds the lease, so that the
+   * fenced writes sent with it write. Returns the row as it found it; the caller checks it
+   * (checkFence) before it trusts what the writes returned.
    */
-  async readFence(client: pg.PoolClient, key: string, now: number | null): Promise<LeaseWithClock | null> {
-    return (await client.query<LeaseWithClock>(prepared(SELECT_FOR_UPDATE, [key, now]))).rows[0] ?? null;
+  async fence(client: pg.PoolClient, key: string, holder: string, now: number | null): Promise<LeaseWithClock | null> {
+    return (await client.query<LeaseWithClock>(prepared(FENCE, [key, holder, now]))).rows[0] ?? null;
   }
 
-  /**
-   * The fence, second half, on what readFence found: a missing row or another holder throws
-   * TurnLeaseLostError (the transaction rolls back, nothing is written); our own expired row is
-   * renewed, since nobody else took it.
-   */
-  async holdFence(client: pg.PoolClient, row: LeaseWithClock | null, key: string, holder: string, now: number | null): Promise<void> {
+  /** What the fence found: a missing row or another holder throws TurnLeaseLostError (the writes wrote nothing). */
+  checkFence(row: LeaseWithClock | null, key: string, holder: string): void {
     if (!row || row.holder !== holder) throw new TurnLeaseLostError(key, holder, row?.holder ?? null);
-    if (row.expires_at <= row.now) await client.query(prepared(RENEW, [key, holder, now]));
   }
 }

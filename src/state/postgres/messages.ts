@@ -3,9 +3,10 @@
 import { MESSAGE_TUPLE_COLUMNS, type StoredMessageTuple } from "../conversation.js";
 import { toJson } from "../json-columns.js";
 import type { ConversationMessage } from "../types.js";
-import { clockSql, prepared, type Queryable } from "./connection.js";
+import { clockSql, FENCE_HELD, prepared, type Queryable } from "./connection.js";
 
-const INSERT_ALL = `
+/** The batch insert; `guard` (a WHERE clause or nothing) decides whether it writes at all. */
+const insertAllSql = (guard: string): string => `
   INSERT INTO messages (session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
                         platform_message_id, display_kind, display_metadata, finish_reason)
   SELECT $1, m.role, m.content, m.api_content, m.tool_calls, m.tool_call_id, m.tool_name, COALESCE(m.timestamp, ${clockSql(13)}),
@@ -14,8 +15,11 @@ const INSERT_ALL = `
                 $9::text[], $10::text[], $11::text[], $12::text[])
          WITH ORDINALITY AS m (role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
                                platform_message_id, display_kind, display_metadata, finish_reason, ord)
+   ${guard}
    ORDER BY m.ord
   RETURNING id`;
+const INSERT_ALL = insertAllSql("");
+const INSERT_ALL_FENCED = insertAllSql(`WHERE ${FENCE_HELD}`);
 
 const SELECT_BY_SESSION = `SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1 ORDER BY id`;
 
@@ -50,10 +54,13 @@ function columns(messages: ConversationMessage[]): unknown[][] {
 }
 
 export class PgMessageSql {
-  /** Inserts in order and returns the row ids in that order. Run inside the flush's transaction. */
-  async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null): Promise<number[]> {
+  /**
+   * Inserts in order and returns the row ids in that order. Run inside the flush's transaction.
+   * `fenced`: only in a transaction the fence marked (none inserted, no id returned, otherwise).
+   */
+  async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null, fenced = false): Promise<number[]> {
     if (messages.length === 0) return [];
-    const result = await db.query<{ id: number }>(prepared(INSERT_ALL, [sessionId, ...columns(messages), now]));
+    const result = await db.query<{ id: number }>(prepared(fenced ? INSERT_ALL_FENCED : INSERT_ALL, [sessionId, ...columns(messages), now]));
     // Identity values are drawn in insertion order; RETURNING itself promises no order.
     return result.rows.map((row) => row.id).sort((a, b) => a - b);
   }

@@ -249,36 +249,46 @@ export class PostgresStore implements SessionStore {
   }
 
   /**
-   * The fenced flush: lease check, inserts, inbox completion and deliveries in one transaction.
-   * After BEGIN (awaited: these writes must never run outside it), the check and the writes go
-   * out together; a check that fails rolls the writes back with the rest.
+   * The fenced flush: the fence, the transcript rows, the inbox completion and the ledger rows in
+   * one transaction. A turn's flush (a holder, no attachments) is one round trip: BEGIN, the fence,
+   * every write and COMMIT go out together. The fence marks the transaction when the holder holds
+   * the lease and each write's statement writes only in a marked transaction, so a lost lease (or a
+   * BEGIN that failed, leaving each statement a transaction of its own) writes nothing. Rows with
+   * attachments, which are stored by the rows' new ids, take a round trip per step.
    */
   async flushTurn(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<FlushResult> {
     const now = this.now();
-    return this.transaction(async (client) => {
-      const holder = options.turnLeaseHolder ?? null;
-      const fenceKey = holder === null ? null : await this.sessions.conversationIdOf(client, sessionId);
-      const completion = options.endRecords?.completeInbox;
-      const [fence, inserted, completed, delivered] = await Promise.allSettled(
-        sendTogether(client, () => [
-          fenceKey === null ? Promise.resolve(null) : this.leases.readFence(client, fenceKey, now),
-          this.messages.insertAll(client, sessionId, messages, now),
-          completion ? this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now) : Promise.resolve(),
-          options.endRecords?.deliveries ? this.deliveries.insertAll(client, options.endRecords.deliveries, now) : Promise.resolve([]),
-        ] as const),
-      );
-      // The fence first: a lost lease is what the caller must hear, whatever failed behind it.
-      if (fence.status === "rejected") throw fence.reason;
-      if (fenceKey !== null && holder !== null) await this.leases.holdFence(client, fence.value, fenceKey, holder, now);
-      if (inserted.status === "rejected") throw isMissingSession(inserted.reason) ? new UnknownSessionError(sessionId) : inserted.reason;
-      if (completed.status === "rejected") throw completed.reason;
-      if (delivered.status === "rejected") throw delivered.reason;
-      const messageIds = inserted.value;
-      for (const [index, message] of messages.entries()) {
-        if (message.attachments?.length) await this.attachments.storeForMessage(client, sessionId, messageIds[index], message.attachments, now);
+    const holder = options.turnLeaseHolder ?? null;
+    const completion = options.endRecords?.completeInbox;
+    const deliveries = options.endRecords?.deliveries ?? [];
+    const writes = (client: pg.PoolClient, fenced: boolean) =>
+      [
+        this.messages.insertAll(client, sessionId, messages, now, fenced),
+        completion ? this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now, fenced) : Promise.resolve(),
+        this.deliveries.insertAll(client, deliveries, now, fenced),
+      ] as const;
+    try {
+      const fenceKey = holder === null ? null : await this.conversationIdOf(sessionId);
+      if (fenceKey !== null && holder !== null && !messages.some((message) => message.attachments?.length)) {
+        this.assertOpen();
+        const [fence, messageIds, , deliveryIds] = await transactionInOneTrip(this.pool, (client) =>
+          allInOrder([this.leases.fence(client, fenceKey, holder, now), ...writes(client, true)] as const),
+        );
+        this.leases.checkFence(fence, fenceKey, holder);
+        if (messageIds.length !== messages.length) throw new Error(`fenced flush of ${sessionId}: ${messageIds.length} of ${messages.length} rows written`);
+        return { messageIds, deliveryIds };
       }
-      return { messageIds, deliveryIds: delivered.value };
-    });
+      return await this.transaction(async (client) => {
+        if (fenceKey !== null && holder !== null) this.leases.checkFence(await this.leases.fence(client, fenceKey, holder, now), fenceKey, holder);
+        const [messageIds, , deliveryIds] = await allInOrder(sendTogether(client, () => writes(client, false)));
+        for (const [index, message] of messages.entries()) {
+          if (message.attachments?.length) await this.attachments.storeForMessage(client, sessionId, messageIds[index], message.attachments, now);
+        }
+        return { messageIds, deliveryIds };
+      });
+    } catch (err) {
+      throw isMissingSession(err) ? new UnknownSessionError(sessionId) : err;
+    }
   }
 
   // Messages are read before their attachments: a message's attachments commit with it (one flush),
