@@ -303,6 +303,18 @@ describe("commit durability per pool", () => {
   });
 });
 
+/**
+ * A message row inserted in a transaction left open on a connection of its own: its id is drawn
+ * now, before rows inserted later, and it becomes visible only at commit().
+ */
+async function insertLate(schema: string, row: { role: string; content: string }): Promise<{ commit: () => Promise<void>; end: () => Promise<void> }> {
+  const late = new pg.Client({ connectionString: testDatabaseUrl() });
+  await late.connect();
+  await late.query("BEGIN");
+  await late.query(`INSERT INTO "${schema}".messages (session_id, role, content, timestamp) VALUES ('s', $1, $2, 1)`, [row.role, row.content]);
+  return { commit: async () => void (await late.query("COMMIT")), end: () => late.end() };
+}
+
 describe("transcript reads on PostgreSQL", () => {
   it("see a message whose lower id committed after a higher one was read (the remembered rows are checked)", async () => {
     const schema = freshSchema("late-commit");
@@ -310,15 +322,12 @@ describe("transcript reads on PostgreSQL", () => {
     await store.createSession("s", { source: "test" });
     await store.appendMessage("s", { role: "user", content: "first" });
     // A transaction draws an id and has not committed yet; a later insert draws the next and commits.
-    const late = new pg.Client({ connectionString: testDatabaseUrl() });
-    await late.connect();
+    const late = await insertLate(schema, { role: "assistant", content: "late" });
     try {
-      await late.query("BEGIN");
-      await late.query(`INSERT INTO "${schema}".messages (session_id, role, content, timestamp) VALUES ('s', 'assistant', 'late', 1)`);
       await store.appendMessage("s", { role: "user", content: "after" });
       const contents = async (): Promise<Array<string | null | undefined>> => (await store.getMessagesAsConversation("s")).map((m) => m.content);
       expect(await contents()).toEqual(["first", "after"]);
-      await late.query("COMMIT");
+      await late.commit();
       expect(await contents()).toEqual(["first", "late", "after"]);
       await store.appendMessage("s", { role: "user", content: "last" });
       expect(await contents()).toEqual(["first", "late", "after", "last"]);
@@ -438,18 +447,14 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
 
   it("the reads sent with the admission see a lower id committed late, and the tip a compaction moved", async () => {
     const { store } = await storeBehindProxy("late");
-    const schema = store.schema;
     expect((await admitWithReads(store, "A"))?.transcript).toHaveLength(2);
     await store.releaseSessionTurnLease("s", "A");
-    const late = new pg.Client({ connectionString: testDatabaseUrl() });
-    await late.connect();
+    const late = await insertLate(store.schema, { role: "user", content: "late" });
     try {
-      await late.query("BEGIN");
-      await late.query(`INSERT INTO "${schema}".messages (session_id, role, content, timestamp) VALUES ('s', 'user', 'late', 1)`);
       await store.appendMessage("s", { role: "assistant", content: "after" });
       expect((await admitWithReads(store, "B"))?.transcript.map((m) => m.content)).toEqual(["hello", "hi", "after"]);
       await store.releaseSessionTurnLease("s", "B");
-      await late.query("COMMIT");
+      await late.commit();
     } finally {
       await late.end();
     }
