@@ -11,6 +11,8 @@ import {
   openStore,
   PostgresStore,
   TurnLeaseLostError,
+  type InboxInsert,
+  type KeyedInboxInsert,
   type SessionStore,
   type TurnStartRead,
 } from "../../src/state/index.js";
@@ -315,6 +317,35 @@ async function insertLate(schema: string, row: { role: string; content: string }
   return { commit: async () => void (await late.query("COMMIT")), end: () => late.end() };
 }
 
+describe("the ingress's group commit on PostgreSQL", () => {
+  it("a redelivery racing the first delivery's open transaction waits for it: the first's row once it commits, a row of its own if it rolls back", async () => {
+    const schema = freshSchema("redelivery");
+    const store = await open(schema);
+    await store.createSession("s", { source: "test" });
+    const delivery = (id: string): InboxInsert => ({ platform: "slack", platformMessageId: id, sessionId: "s", payload: { text: id } });
+    for (const outcome of ["COMMIT", "ROLLBACK"] as const) {
+      const first = new pg.Client({ connectionString: testDatabaseUrl() });
+      await first.connect();
+      try {
+        await first.query("BEGIN");
+        const inserted = await first.query<{ id: string }>(
+          `INSERT INTO "${schema}".inbox (platform, platform_message_id, session_id, payload, status, received_at) VALUES ('slack', $1, 's', '{}', 'pending', 1) RETURNING id`,
+          [outcome],
+        );
+        const redelivered = store.recordInboundBatch([delivery("other"), delivery(outcome)]);
+        // The batch's insert waits on the open transaction's row.
+        expect(await Promise.race([redelivered.then(() => "answered"), new Promise((resolve) => setTimeout(() => resolve("waiting"), 300))])).toBe("waiting");
+        await first.query(outcome);
+        const [, again] = await redelivered;
+        if (outcome === "COMMIT") expect(again).toMatchObject({ inserted: false, row: { id: Number(inserted.rows[0].id) } });
+        else expect(again).toMatchObject({ inserted: true, row: { platform_message_id: "ROLLBACK", session_id: "s" } });
+      } finally {
+        await first.end();
+      }
+    }
+  });
+});
+
 describe("transcript reads on PostgreSQL", () => {
   it("see a message whose lower id committed after a higher one was read (the remembered rows are checked)", async () => {
     const schema = freshSchema("late-commit");
@@ -397,6 +428,28 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     expect(released.value).toBeNull();
     expect(released.trips).toBe(1);
     expect(await store.getSessionTurnLease("s")).toBeNull();
+  });
+
+  it("the ingress's group commit: plain rows in one round trip, keyed rows of a live session in two, a duplicate's row read after", async () => {
+    const { store, proxy } = await storeBehindProxy("batch");
+    const row = (id: string): InboxInsert => ({ platform: "api", platformMessageId: id, sessionId: "s", payload: { text: id } });
+    const keyed = (id: string): KeyedInboxInsert => ({ platform: "api", platformMessageId: id, payload: { text: id }, sessionForKey: { key: "api:k", newId: "k-session", input: { source: "api" } } });
+    // The first keyed row creates the key's session; the next finds it and learns it is a root.
+    await store.recordInboundBatch([keyed("warm-1"), row("warm-2")]);
+    await store.recordInboundBatch([keyed("warm-3")]);
+
+    const plain = await tripsOf(proxy, () => store.recordInboundBatch(["p1", "p2", "p3", "p4", "p5"].map(row)));
+    expect(plain.value.map((r) => r.inserted)).toEqual([true, true, true, true, true]);
+    expect(plain.trips).toBe(1);
+
+    const onKey = await tripsOf(proxy, () => store.recordInboundBatch([keyed("k1"), keyed("k2"), row("p6")]));
+    expect(onKey.value.map((r) => [r.row.platform_message_id, r.row.session_id])).toEqual([["k1", "k-session"], ["k2", "k-session"], ["p6", "s"]]);
+    expect(onKey.trips).toBe(2);
+
+    const again = await tripsOf(proxy, () => store.recordInboundBatch([row("p7"), row("p1")]));
+    expect(again.value.map((r) => [r.inserted, r.row.id])).toEqual([[true, again.value[0].row.id], [false, plain.value[0].row.id]]);
+    expect(again.trips).toBe(2);
+    expect((await store.pendingInbox("s", 100)).map((r) => r.platform_message_id)).toEqual(["warm-2", "p1", "p2", "p3", "p4", "p5", "p6", "p7"]);
   });
 
   it("a flush sent with its fence is rolled back whole when the fence finds another holder", async () => {

@@ -33,6 +33,13 @@ const COUNT_BY_STATUS = "SELECT status, count(*) AS n FROM inbox GROUP BY status
 export class PgInboxSql {
   /** Insert unless the platform message exists; a duplicate returns the existing row. */
   async record(db: Queryable, insert: InboxInsert, now: number | null, rejectionReason: string | null): Promise<{ inserted: boolean; row: InboxRow }> {
+    const created = await this.insert(db, insert, now, rejectionReason);
+    if (created) return { inserted: true, row: created };
+    return { inserted: false, row: await this.existing(db, insert) };
+  }
+
+  /** The new row; null when the platform message is already recorded (existing() reads that row). */
+  async insert(db: Queryable, insert: InboxInsert, now: number | null, rejectionReason: string | null): Promise<InboxRow | null> {
     const created = await db.query<StoredInboxRow>(prepared(INSERT, [
       insert.platform,
       insert.platformMessageId,
@@ -43,10 +50,17 @@ export class PgInboxSql {
       rejectionReason,
       now,
     ]));
-    if (created.rows[0]) return { inserted: true, row: toInboxRow(created.rows[0]) };
-    const existing = (await db.query<StoredInboxRow>(prepared(SELECT_BY_KEY, [insert.platform, insert.platformMessageId]))).rows[0];
-    if (!existing) throw new Error(`inbox row ${insert.platform}/${insert.platformMessageId} vanished`);
-    return { inserted: false, row: toInboxRow(existing) };
+    return created.rows[0] ? toInboxRow(created.rows[0]) : null;
+  }
+
+  /**
+   * The row a duplicate insert found. In a statement of its own: an insert that met a row another
+   * transaction had not committed waited for that commit, which only a later statement's snapshot sees.
+   */
+  async existing(db: Queryable, insert: Pick<InboxInsert, "platform" | "platformMessageId">): Promise<InboxRow> {
+    const row = await this.find(db, insert.platform, insert.platformMessageId);
+    if (!row) throw new Error(`inbox row ${insert.platform}/${insert.platformMessageId} vanished`);
+    return row;
   }
 
   async get(db: Queryable, id: number): Promise<InboxRow | null> {

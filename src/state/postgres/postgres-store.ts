@@ -49,6 +49,7 @@ import {
 } from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
+import { recordInboundBatch } from "./inbox-batch.js";
 import { PgLeaseSql } from "./lease.js";
 import { TranscriptRows } from "../transcript-rows.js";
 import { PgMessageSql } from "./messages.js";
@@ -513,33 +514,7 @@ export class PostgresStore implements SessionStore {
   /** Group commit: every row (with its images) in one transaction, one commit, in the given order. */
   async recordInboundBatch(inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>): Promise<Array<{ inserted: boolean; row: InboxRow }>> {
     if (inserts.length === 0) return [];
-    return this.transaction(async (client) => {
-      const now = this.now();
-      const results: Array<{ inserted: boolean; row: InboxRow }> = [];
-      const ensuredHere = new Set<string>();
-      for (const insert of inserts) {
-        const recorded = await this.inbox.record(client, await this.withSessionId(client, insert, now, ensuredHere), now, null);
-        if (recorded.inserted && insert.attachments?.length) await this.attachments.insertForInbox(client, recorded.row.id, insert.attachments, now);
-        results.push(recorded);
-      }
-      return results;
-    });
-  }
-
-  /**
-   * A keyed insert's session, found or created inside the caller's transaction: its conversation
-   * id. Only a session this transaction did not create (`ensuredHere` holds those it may have) is
-   * remembered as a lineage root: the others may still be rolled back.
-   */
-  private async withSessionId(client: pg.PoolClient, insert: InboxInsert | KeyedInboxInsert, now: number | null, ensuredHere: Set<string>): Promise<InboxInsert> {
-    if (!("sessionForKey" in insert)) return insert;
-    const { sessionForKey, ...rest } = insert;
-    let session = await this.sessions.liveForKey(client, sessionForKey.key);
-    if (!session) {
-      session = await this.sessions.ensureForKey(client, sessionForKey.key, sessionForKey.newId, sessionForKey.input, now);
-      ensuredHere.add(session.id);
-    }
-    return { ...rest, sessionId: await this.sessions.conversationIdOf(client, session.id, !ensuredHere.has(session.id)) };
+    return this.run((pool) => recordInboundBatch(pool, { inbox: this.inbox, sessions: this.sessions, attachments: this.attachments }, inserts, this.now()));
   }
 
   /** A duplicate of a message already recorded returns the existing row unchanged. */

@@ -1,0 +1,117 @@
+// The ingress's group commit on PostgreSQL: a batch of inbound rows in as few round trips as it
+// allows. Before, each row cost up to three statements awaited one after another (its key's live
+// session, that session's conversation, the insert) inside one transaction, so an ack waited for
+// 2 + 3 x the batch's rows round trips. Now:
+// - the live sessions of the batch's keys, and their conversations, are read together ahead of the
+//   transaction (committed rows: READ COMMITTED reads nothing else inside one either);
+// - when every row then has its conversation and no images, BEGIN, every insert and COMMIT go out
+//   together: the batch is one round trip, or two with keys;
+// - otherwise (a key with no live session yet, which is created under the key's lock so that a
+//   failed batch creates none, or images, which need their row's id) one transaction awaited
+//   step by step, each step's statements still sent together;
+// - a duplicate's existing row is read after the commit, in statements of their own (inbox.ts).
+import type pg from "pg";
+import type { InboxInsert, InboxRow, KeyedInboxInsert } from "../types.js";
+import type { PgAttachmentSql } from "./attachments.js";
+import { allInOrder, inTransaction, sendTogether, transactionInOneTrip } from "./connection.js";
+import type { PgInboxSql } from "./inbox.js";
+import type { PgSessionSql } from "./sessions.js";
+
+export interface InboxBatchSql {
+  inbox: PgInboxSql;
+  sessions: PgSessionSql;
+  attachments: PgAttachmentSql;
+}
+
+type AnyInsert = InboxInsert | KeyedInboxInsert;
+
+export interface Recorded {
+  inserted: boolean;
+  row: InboxRow;
+}
+
+const isKeyed = (insert: AnyInsert): insert is KeyedInboxInsert => "sessionForKey" in insert;
+
+/** Every row in one transaction, in the given order; a duplicate (in the batch or before it) answers with the existing row. */
+export async function recordInboundBatch(pool: pg.Pool, sql: InboxBatchSql, inserts: readonly AnyInsert[], now: number | null): Promise<Recorded[]> {
+  const placed = await placeOnLiveSessions(pool, sql.sessions, inserts);
+  const plain = placed.filter((insert): insert is InboxInsert => !isKeyed(insert) && !insert.attachments?.length);
+  const { rows, created } =
+    plain.length === placed.length
+      ? { rows: plain, created: await transactionInOneTrip(pool, (client) => insertAll(client, sql.inbox, plain, now)) }
+      : await inTransaction(pool, (client) => recordStepByStep(client, sql, placed, now));
+  return Promise.all(
+    rows.map(async (insert, i) => {
+      const row = created[i];
+      return row ? { inserted: true, row } : { inserted: false, row: await sql.inbox.existing(pool, insert) };
+    }),
+  );
+}
+
+/**
+ * The keyed rows whose key has a live session, placed under that session's conversation (one
+ * round trip for the sessions, one for the conversations that are not known roots); the others
+ * stay keyed.
+ */
+async function placeOnLiveSessions(pool: pg.Pool, sessions: PgSessionSql, inserts: readonly AnyInsert[]): Promise<AnyInsert[]> {
+  const keys = [...new Set(inserts.filter(isKeyed).map((insert) => insert.sessionForKey.key))];
+  if (keys.length === 0) return [...inserts];
+  const client = await pool.connect();
+  const conversationOfKey = new Map<string, string>();
+  try {
+    const live = await allInOrder(sendTogether(client, () => keys.map((key) => sessions.liveForKey(client, key))));
+    const found = keys.flatMap((key, i) => (live[i] ? [{ key, sessionId: live[i].id }] : []));
+    const conversations = await allInOrder(sendTogether(client, () => found.map(({ sessionId }) => sessions.conversationIdOf(client, sessionId))));
+    found.forEach(({ key }, i) => conversationOfKey.set(key, conversations[i]));
+  } catch (err) {
+    client.release(err as Error);
+    throw err;
+  }
+  client.release();
+  return inserts.map((insert) => {
+    if (!isKeyed(insert)) return insert;
+    const conversationId = conversationOfKey.get(insert.sessionForKey.key);
+    if (conversationId === undefined) return insert;
+    const { sessionForKey: _placed, ...row } = insert;
+    return { ...row, sessionId: conversationId };
+  });
+}
+
+/** Inserts sent together, answered in order: each new row, or null for a duplicate. */
+function insertAll(client: pg.PoolClient, inbox: PgInboxSql, rows: readonly InboxInsert[], now: number | null): Promise<Array<InboxRow | null>> {
+  return allInOrder(sendTogether(client, () => rows.map((row) => inbox.insert(client, row, now, null))));
+}
+
+/**
+ * Inside the batch's transaction: each key still without a session gets one (found or created
+ * under the key's lock, once per key), then the inserts go out together, then the new rows' images.
+ */
+async function recordStepByStep(client: pg.PoolClient, sql: InboxBatchSql, placed: readonly AnyInsert[], now: number | null): Promise<{ rows: InboxInsert[]; created: Array<InboxRow | null> }> {
+  const conversationOfKey = new Map<string, string>();
+  const rows: InboxInsert[] = [];
+  for (const insert of placed) {
+    if (!isKeyed(insert)) {
+      rows.push(insert);
+      continue;
+    }
+    const { sessionForKey, ...row } = insert;
+    let conversationId = conversationOfKey.get(sessionForKey.key);
+    if (conversationId === undefined) {
+      const session = await sql.sessions.ensureForKey(client, sessionForKey.key, sessionForKey.newId, sessionForKey.input, now);
+      // Not remembered as a root: the session may be this transaction's, and roll back with it.
+      conversationId = await sql.sessions.conversationIdOf(client, session.id, false);
+      conversationOfKey.set(sessionForKey.key, conversationId);
+    }
+    rows.push({ ...row, sessionId: conversationId });
+  }
+  const created = await insertAll(client, sql.inbox, rows, now);
+  await allInOrder(
+    sendTogether(client, () =>
+      rows.flatMap((row, i) => {
+        const id = created[i]?.id;
+        return id !== undefined && row.attachments?.length ? [sql.attachments.insertForInbox(client, id, row.attachments, now)] : [];
+      }),
+    ),
+  );
+  return { rows, created };
+}
