@@ -347,6 +347,32 @@ describe("the ingress's group commit on PostgreSQL", () => {
 });
 
 describe("transcript reads on PostgreSQL", () => {
+  it("return a transcript in id order whatever order its rows lie in (the whole read asks the server for no order)", async () => {
+    const schema = freshSchema("row-order");
+    // Without index scans, as the server plans the read of a long transcript (a bitmap or a
+    // sequential scan): rows come in the order they lie in.
+    const noIndexScans = new URL(testDatabaseUrl());
+    noIndexScans.searchParams.set("options", "-c enable_indexscan=off -c enable_indexonlyscan=off");
+    const store = await open(schema, noIndexScans.toString());
+    await store.createSession("s", { source: "test" });
+    // Ids written out of order: the table holds them in the order written, 30, 10, 20.
+    const admin = new pg.Client({ connectionString: testDatabaseUrl() });
+    await admin.connect();
+    try {
+      for (const [id, content] of [[30, "third"], [10, "first"], [20, "second"]] as const) {
+        await admin.query(`INSERT INTO "${schema}".messages (id, session_id, role, content, timestamp) VALUES ($1, 's', 'user', $2, 1)`, [id, content]);
+      }
+      await admin.query("SET enable_indexscan = off");
+      await admin.query("SET enable_indexonlyscan = off");
+      const physical = await admin.query<{ id: string }>(`SELECT id FROM "${schema}".messages WHERE session_id = 's'`);
+      expect(physical.rows.map((r) => Number(r.id))).toEqual([30, 10, 20]);
+    } finally {
+      await admin.end();
+    }
+    expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["first", "second", "third"]);
+    expect((await store.getMessages("s")).map((m) => m.id)).toEqual([10, 20, 30]);
+  });
+
   it("see a message whose lower id committed after a higher one was read (the remembered rows are checked)", async () => {
     const schema = freshSchema("late-commit");
     const store = await open(schema);
