@@ -16,6 +16,9 @@ export interface BenchChild<In, Out> {
   stop(): Promise<void>;
 }
 
+/** Messages kept for a later next() while nothing listens; older ones are dropped past this. */
+const MAX_UNHEARD = 100;
+
 export function spawnChild<In, Out>(script: string, args: string[] = [], env: Record<string, string> = {}): BenchChild<In, Out> {
   const child = spawn(process.execPath, ["--import", "tsx", join(CHILDREN_DIR, script), ...args], {
     env: { ...process.env, ...env },
@@ -23,7 +26,15 @@ export function spawnChild<In, Out>(script: string, args: string[] = [], env: Re
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const listeners = new Set<(message: Out) => void>();
+  // Messages that came while nothing listened (a child ready while the runner still awaited
+  // something else): next() looks there first, or a child's `ready` would be lost and awaited in vain.
+  const unheard: Out[] = [];
   child.on("message", (message) => {
+    if (listeners.size === 0) {
+      if (unheard.length >= MAX_UNHEARD) unheard.shift();
+      unheard.push(message as Out);
+      return;
+    }
     for (const listener of [...listeners]) listener(message as Out);
   });
   return {
@@ -38,6 +49,10 @@ export function spawnChild<In, Out>(script: string, args: string[] = [], env: Re
       return () => listeners.delete(listener);
     },
     next<T extends Out>(match: (message: Out) => message is T, timeoutMs = 120_000): Promise<T> {
+      const failed = unheard.find((message) => childError(message) !== null);
+      if (failed !== undefined) return Promise.reject(new Error(`${script}: ${childError(failed)}`));
+      const index = unheard.findIndex(match);
+      if (index >= 0) return Promise.resolve(unheard.splice(index, 1)[0] as T);
       return new Promise<T>((resolve, reject) => {
         const timer = setTimeout(() => {
           off();
