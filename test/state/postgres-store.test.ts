@@ -473,7 +473,9 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     expect(onKey.trips).toBe(2);
 
     const again = await tripsOf(proxy, () => store.recordInboundBatch([row("p7"), row("p1")]));
-    expect(again.value.map((r) => [r.inserted, r.row.id])).toEqual([[true, again.value[0].row.id], [false, plain.value[0].row.id]]);
+    expect(again.value.map((r) => r.inserted)).toEqual([true, false]);
+    expect(again.value[0].row.id).toBeGreaterThan(onKey.value[2].row.id);
+    expect(again.value[1].row).toEqual(plain.value[0].row);
     expect(again.trips).toBe(2);
     expect((await store.pendingInbox("s", 100)).map((r) => r.platform_message_id)).toEqual(["warm-2", "p1", "p2", "p3", "p4", "p5", "p6", "p7"]);
   });
