@@ -125,6 +125,18 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX attachments_message ON attachments (message_id) WHERE message_id IS NOT NULL;
     `,
   },
+  {
+    // A conversation's pending rows by an index of pending rows alone. The index over every row's
+    // (session, status, id) grew with every message ever received, and each insert and each
+    // completion touched a leaf of its own per conversation, a b-tree three levels deep: pages the
+    // turns' and the ingress's connections read again after each other's commits. Every query by
+    // session asks for pending rows only.
+    version: 4,
+    sql: `
+      DROP INDEX inbox_session_status;
+      CREATE INDEX inbox_session_pending ON inbox (session_id, id) WHERE status = 'pending';
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -72,6 +72,20 @@ describe("the PostgreSQL schema", () => {
     expect(versions.map((row) => row.version)).toEqual(Array.from({ length: LATEST_PG_SCHEMA_VERSION }, (_, i) => i + 1));
   });
 
+  it("indexes a conversation's pending inbox rows alone", async () => {
+    const schema = freshSchema("pending-index");
+    const store = await open(schema);
+    await store.createSession("s", { source: "t" });
+    const ids = [];
+    for (const id of ["m1", "m2", "m3"]) ids.push((await store.recordInbound({ platform: "t", platformMessageId: id, sessionId: "s", payload: { text: id }, receivedAt: 1 })).row.id);
+    await store.completeInbox([ids[0]], "done", "answered");
+    expect((await store.pendingInbox("s", 10)).map((row) => row.id)).toEqual([ids[1], ids[2]]);
+    const indexes = await query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'inbox' ORDER BY indexname", [schema]);
+    const bySession = indexes.filter((row) => row.indexdef.includes("(session_id"));
+    expect(bySession.map((row) => row.indexname)).toEqual(["inbox_session_pending"]);
+    expect(bySession[0].indexdef).toMatch(/WHERE \(status = 'pending'::text\)/);
+  });
+
   it("nodes starting together on a new schema migrate it exactly once and all serve", async () => {
     const schema = freshSchema("together");
     const stores = await Promise.all(Array.from({ length: 5 }, () => open(schema)));

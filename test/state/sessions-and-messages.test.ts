@@ -49,6 +49,38 @@ describe("opening the SQLite database", () => {
     expect(contents(await second.getMessages("s1"))).toEqual(["kept"]);
   });
 
+  it("finds a conversation's pending rows by an index of pending rows alone, also in a database made before that index", async () => {
+    const first = store.open();
+    await first.createSession("s1", { source: "test" });
+    const rows = [];
+    for (const id of ["m1", "m2", "m3", "m4"]) rows.push((await first.recordInbound({ platform: "t", platformMessageId: id, sessionId: "s1", payload: { text: id }, receivedAt: 1 })).row.id);
+    await first.completeInbox([rows[0], rows[2]], "done", "answered");
+    await first.close();
+    // As version 3 left it: every row's (session, status, id) in one index.
+    const old = new Database(store.path);
+    old.exec("DROP INDEX inbox_session_pending; CREATE INDEX inbox_session_status ON inbox (session_id, status, id);");
+    old.pragma("user_version = 3");
+    old.close();
+
+    const upgraded = store.open();
+    expect((await upgraded.pendingInbox("s1", 10)).map((row) => row.id)).toEqual([rows[1], rows[3]]);
+    await upgraded.completeInbox([rows[1]], "done", "answered");
+    expect((await upgraded.pendingInbox("s1", 1)).map((row) => row.id)).toEqual([rows[3]]);
+    await upgraded.close();
+    const raw = new Database(store.path, { readonly: true });
+    try {
+      expect(raw.pragma("user_version", { simple: true })).toBe(LATEST_SCHEMA_VERSION);
+      const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'inbox' AND sql IS NOT NULL ORDER BY name").pluck().all();
+      expect(indexes).toEqual(["inbox_pending", "inbox_session_pending"]);
+      const plan = raw.prepare("EXPLAIN QUERY PLAN SELECT * FROM inbox WHERE session_id = ? AND status = 'pending' ORDER BY id LIMIT 1").all("s1") as Array<{ detail: string }>;
+      expect(plan.map((step) => step.detail).join(" ")).toContain("USING INDEX inbox_session_pending");
+      // Only the pending row is in it: the done ones left it at their completion.
+      expect(raw.prepare("SELECT count(*) FROM inbox INDEXED BY inbox_session_pending WHERE session_id = 's1' AND status = 'pending'").pluck().get()).toBe(1);
+    } finally {
+      raw.close();
+    }
+  });
+
   it("refuses a database written by a newer schema", async () => {
     const db = store.open();
     await db.close();

@@ -131,6 +131,16 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX attachments_message ON attachments (message_id) WHERE message_id IS NOT NULL;
     `,
   },
+  {
+    // A conversation's pending rows by an index of pending rows alone (see ../migrations.ts,
+    // version 4): the index over every row's (session, status, id) grew with every message ever
+    // received, and every query by session asks for pending rows only.
+    version: 4,
+    sql: `
+      DROP INDEX inbox_session_status;
+      CREATE INDEX inbox_session_pending ON inbox (session_id, id) WHERE status = 'pending';
+    `,
+  },
 ];
 
 export const LATEST_PG_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
