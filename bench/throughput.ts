@@ -229,7 +229,7 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
   ];
   if (floor.errors.length) notes.push(`${floor.errors.length} durable-floor request(s) failed, e.g. ${floor.errors.find(Boolean) ?? ""}`);
   if (gateway.errors.length) notes.push(`${gateway.errors.length} request(s) failed, e.g. ${gateway.errors.find(Boolean) ?? ""}`);
-  notes.push("PostgreSQL: the same gateway and load with DATABASE_URL set (a schema of its own), measured between the durable floor and the second baseline.");
+  notes.push("PostgreSQL: the same gateway and load with DATABASE_URL set (a schema of its own), measured between the second durable floor and the second baseline.");
   if (pgError) notes.push(`PostgreSQL: did not complete: ${pgError}`);
   if (pg?.errors.length) notes.push(`PostgreSQL: ${pg.errors.length} request(s) failed, e.g. ${pg.errors.find(Boolean) ?? ""}`);
   const pgLatency = pg ? summarize(pg.latenciesMs) : null;
