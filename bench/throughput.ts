@@ -197,7 +197,7 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
   // The baselines are measured before and after the gateway: on a shared machine they drift, and
   // the spread shows by how much. The ratios use their means. The durable floor moves most from
   // one measurement to the next (2,928-4,323 msg/s in three minutes, the gateway 1,872-2,003 between
-  // them: bench/README.md, "The floor measured twice"): at about 0.2 ms of CPU per message its rate
+  // them: bench/README.md, "Two connections to one file"): at about 0.2 ms of CPU per message its rate
   // is largely the load generator's and Redis's.
   const before = await measureBullmq(ctx, shape);
   const floorBefore = await measureDurableFloor(ctx, shape);

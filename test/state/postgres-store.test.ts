@@ -72,13 +72,19 @@ describe("the PostgreSQL schema", () => {
     expect(versions.map((row) => row.version)).toEqual(Array.from({ length: LATEST_PG_SCHEMA_VERSION }, (_, i) => i + 1));
   });
 
-  it("indexes a conversation's pending inbox rows alone", async () => {
+  it("indexes a conversation's pending inbox rows alone, also in a schema made before that index", async () => {
     const schema = freshSchema("pending-index");
-    const store = await open(schema);
-    await store.createSession("s", { source: "t" });
+    const first = await open(schema);
+    await first.createSession("s", { source: "t" });
     const ids = [];
-    for (const id of ["m1", "m2", "m3"]) ids.push((await store.recordInbound({ platform: "t", platformMessageId: id, sessionId: "s", payload: { text: id }, receivedAt: 1 })).row.id);
-    await store.completeInbox([ids[0]], "done", "answered");
+    for (const id of ["m1", "m2", "m3"]) ids.push((await first.recordInbound({ platform: "t", platformMessageId: id, sessionId: "s", payload: { text: id }, receivedAt: 1 })).row.id);
+    await first.completeInbox([ids[0]], "done", "answered");
+    await first.close();
+    // As version 3 left it: every row's (session, status, id) in one index.
+    await query(`DROP INDEX "${schema}".inbox_session_pending`);
+    await query(`CREATE INDEX inbox_session_status ON "${schema}".inbox (session_id, status, id)`);
+    await query(`DELETE FROM "${schema}".schema_migrations WHERE version = 4`);
+    const store = await open(schema);
     expect((await store.pendingInbox("s", 10)).map((row) => row.id)).toEqual([ids[1], ids[2]]);
     const indexes = await query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'inbox' ORDER BY indexname", [schema]);
     const bySession = indexes.filter((row) => row.indexdef.includes("(session_id"));
