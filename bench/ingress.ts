@@ -14,6 +14,7 @@ import type { PlainHttpServerOut } from "./children/plain-http-server.js";
 import type { WebhookLoadIn, WebhookLoadOut, WebhookLoadPlan, WebhookLoadResult } from "./children/webhook-load.js";
 import { spawnChild } from "./lib/child.js";
 import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateway-process.js";
+import { busyPercent, readCpuMs, readMachineCpu } from "./lib/proc.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSinkProcess, type CallbackSinkProcess } from "./lib/sink.js";
@@ -41,6 +42,10 @@ interface Run {
   server: { answers: OverTen; accepts: OverTen; walRewinds: number } | null;
   /** Replies that reached the callback endpoint per second while the load ran (what the turns kept up with), or null. */
   repliesPerS: number | null;
+  /** The share of the machine's cores busy while the load ran (every process: gateway, Redis, generator, callback endpoint). */
+  machineBusyPct: number;
+  /** The gateway process's CPU (every thread of it) per message sent while the load ran. */
+  gatewayCpuMsPerMsg: number;
 }
 
 /**
@@ -76,7 +81,9 @@ async function load(ctx: BenchContext, generator: LoadGenerator, gateway: Gatewa
   const total = Math.round(ratePerS * seconds);
   const progress = new Progress(label, total, ctx.progress);
   const repliesBefore = (await sink?.received()) ?? 0;
+  const [machineBefore, cpuBefore] = [readMachineCpu(), readCpuMs(gateway.pid)];
   const result = await generator.run({ url: `${gateway.url}${ROUTE}`, secret: SECRET, ratePerS, seconds, chats: CHATS });
+  const [machineAfter, cpuAfter] = [readMachineCpu(), readCpuMs(gateway.pid)];
   const repliesDuring = sink ? (await sink.received()) - repliesBefore : null;
   progress.finish();
   const statuses = new Map(result.statuses);
@@ -100,6 +107,8 @@ async function load(ctx: BenchContext, generator: LoadGenerator, gateway: Gatewa
     sent: total,
     server: null,
     repliesPerS: repliesDuring === null ? null : repliesDuring / seconds,
+    machineBusyPct: busyPercent(machineBefore, machineAfter),
+    gatewayCpuMsPerMsg: (cpuAfter - cpuBefore) / total,
   };
 }
 
@@ -208,6 +217,9 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_accepts_over_10ms_at_60pct", label: "accepts over 10 ms at 60% (the server's durable step: record + wake-up)", value: at60.server?.accepts.over ?? -1, unit: "" },
       { key: "ingress_wal_rewinds_at_60pct", label: "rewinds of the SQLite log while the 60% load ran (each holds the write gate while it syncs)", value: at60.server?.walRewinds ?? -1, unit: "" },
       { key: "ingress_replies_per_s_at_60pct", label: "replies delivered per second while the 60% load ran (the turns' pace)", value: round(at60.repliesPerS ?? -1, 0), unit: "msg/s" },
+      { key: "ingress_machine_busy_pct_at_60pct", label: "the machine's cores busy while the 60% load ran (every process)", value: round(at60.machineBusyPct, 0), unit: "%" },
+      { key: "ingress_cpu_ms_per_msg_at_60pct", label: "gateway process CPU per message at 60% (every thread)", value: round(at60.gatewayCpuMsPerMsg), unit: "ms" },
+      { key: "ingress_machine_busy_pct", label: `the machine's cores busy at ${RATE_PER_S} msg/s (one process; every process)`, value: round(one.machineBusyPct, 0), unit: "%" },
       { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + a worker process)", value: round(b.p50), unit: "ms" },
       { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + a worker process)", value: round(b.p99), unit: "ms" },
       { key: "ingress_bare_p50_ms", label: "ack p50 (no turns running anywhere)", value: round(c.p50), unit: "ms" },

@@ -50,3 +50,25 @@ export function readCpuMs(pid: number): number {
     return Number.NaN;
   }
 }
+
+/** The whole machine's CPU time from /proc/stat, in ticks: busy (everything but idle and I/O wait) and total. */
+export interface MachineCpu {
+  busy: number;
+  total: number;
+}
+
+export function readMachineCpu(): MachineCpu {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    const total = fields.reduce((sum, n) => sum + n, 0);
+    return { busy: total - fields[3] - fields[4], total };
+  } catch {
+    return { busy: Number.NaN, total: Number.NaN };
+  }
+}
+
+/** The share of every core that was busy between two readings, in percent (NaN when unknown). */
+export function busyPercent(before: MachineCpu, after: MachineCpu): number {
+  const total = after.total - before.total;
+  return total > 0 ? (100 * (after.busy - before.busy)) / total : Number.NaN;
+}
