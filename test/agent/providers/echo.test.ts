@@ -76,7 +76,7 @@ describe("EchoProvider", () => {
       })
       .catch((e: unknown) => e);
     expect(isAbortError(err)).toBe(true);
-    expect(performance.now() - abortedAt).toBeLessThan(50);
+    expect(performance.now() - abortedAt).toBeLessThan(200); // well before the last chunk; the deltas below pin the exact stop
     expect(deltas).toEqual(["Echo:", " a"]);
   });
 

@@ -193,7 +193,7 @@ describe("OpenAIProvider", () => {
     const stoppedWithin = performance.now() - abortedAt;
     expect(isAbortError(err)).toBe(true);
     expect(err).not.toBeInstanceOf(ProviderError);
-    expect(stoppedWithin).toBeLessThan(100);
+    expect(stoppedWithin).toBeLessThan(250); // the deltas below pin the exact stop
     expect(deltas).toEqual(["Echo: count slowly", " 2"]);
     await fake.waitFor(() => fake.stats.abortedStreams === 1, 2_000, "the stream to be closed by the client");
     expect(fake.requests[0].aborted).toBe(true);
@@ -209,7 +209,7 @@ describe("OpenAIProvider", () => {
     });
     const abortedAt = await new Promise<number>((done) => controller.signal.addEventListener("abort", () => done(performance.now())));
     const err = await rejectionOf(call);
-    expect(performance.now() - abortedAt).toBeLessThan(100);
+    expect(performance.now() - abortedAt).toBeLessThan(250);
     expect(isAbortError(err)).toBe(true);
     await fake.waitFor(() => fake.stats.abortedStreams === 1, 2_000, "the hung stream to be closed");
   });
@@ -224,7 +224,7 @@ describe("OpenAIProvider", () => {
     const abortedAt = performance.now();
     controller.abort();
     const err = await rejectionOf(call);
-    expect(performance.now() - abortedAt).toBeLessThan(100);
+    expect(performance.now() - abortedAt).toBeLessThan(250);
     expect(isAbortError(err)).toBe(true);
     // Past the Retry-After the client would have retried: it must not.
     await new Promise((done) => setTimeout(done, 1_000));
