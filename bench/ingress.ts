@@ -18,7 +18,7 @@ import { busyPercent, readCpuMs, readMachineCpu } from "./lib/proc.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSinkProcess, type CallbackSinkProcess } from "./lib/sink.js";
-import { overTenMs, readServerTimes, type OverTen } from "./lib/server-times.js";
+import { overTenMs, readServerTimes, workersLoopBusyPercent, type OverTen } from "./lib/server-times.js";
 import { round, summarize } from "./lib/stats.js";
 import { benchPrefix } from "./lib/redis.js";
 import { measureGateway, shapeFor } from "./throughput.js";
@@ -38,8 +38,11 @@ interface Run {
   /** Seconds after the last ack until every reply reached the callback endpoint, or null. */
   drainedAfterS: number | null;
   sent: number;
-  /** The gateway's own timing over 10 ms during the measured load: whole answers, and their durable step. */
-  server: { answers: OverTen; accepts: OverTen; walRewinds: number } | null;
+  /**
+   * The gateway's own timing over 10 ms during the measured load (whole answers, and their durable
+   * step), and how busy its workers thread's loop was (100: the turns ran flat out, behind the load).
+   */
+  server: { answers: OverTen; accepts: OverTen; walRewinds: number; workersLoopBusyPct: number } | null;
   /** Replies that reached the callback endpoint per second while the load ran (what the turns kept up with), or null. */
   repliesPerS: number | null;
   /** The share of the machine's cores busy while the load ran (every process: gateway, Redis, generator, callback endpoint). */
@@ -154,7 +157,13 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
     const before = await read();
     const run = await load(ctx, generator, serve, replies, seconds, `ingress (${topology}, ${Math.round(ratePerS)}/s)`, ratePerS);
     const after = await read();
-    return { ...run, server: { answers: overTenMs(before.answer, after.answer), accepts: overTenMs(before.accept, after.accept), walRewinds: after.walRewinds - before.walRewinds } };
+    const server = {
+      answers: overTenMs(before.answer, after.answer),
+      accepts: overTenMs(before.accept, after.accept),
+      walRewinds: after.walRewinds - before.walRewinds,
+      workersLoopBusyPct: workersLoopBusyPercent(before, after),
+    };
+    return { ...run, server };
   } finally {
     await generator.stop();
     await Promise.all(processes.map((p) => p.stop()));
@@ -219,7 +228,9 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_replies_per_s_at_60pct", label: "replies delivered per second while the 60% load ran (the turns' pace)", value: round(at60.repliesPerS ?? -1, 0), unit: "msg/s" },
       { key: "ingress_machine_busy_pct_at_60pct", label: "the machine's cores busy while the 60% load ran (every process)", value: round(at60.machineBusyPct, 0), unit: "%" },
       { key: "ingress_cpu_ms_per_msg_at_60pct", label: "gateway process CPU per message at 60% (every thread)", value: round(at60.gatewayCpuMsPerMsg), unit: "ms" },
+      { key: "ingress_workers_loop_busy_pct_at_60pct", label: "the workers thread's event loop busy while the 60% load ran (100: the turns ran flat out, behind the load)", value: round(at60.server?.workersLoopBusyPct ?? Number.NaN, 0), unit: "%" },
       { key: "ingress_machine_busy_pct", label: `the machine's cores busy at ${RATE_PER_S} msg/s (one process; every process)`, value: round(one.machineBusyPct, 0), unit: "%" },
+      { key: "ingress_workers_loop_busy_pct", label: `the workers thread's event loop busy at ${RATE_PER_S} msg/s (one process)`, value: round(one.server?.workersLoopBusyPct ?? Number.NaN, 0), unit: "%" },
       { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + a worker process)", value: round(b.p50), unit: "ms" },
       { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + a worker process)", value: round(b.p99), unit: "ms" },
       { key: "ingress_bare_p50_ms", label: "ack p50 (no turns running anywhere)", value: round(c.p50), unit: "ms" },

@@ -3,6 +3,8 @@
 // (`switchboard_ingress_accept_seconds`: the inbox row recorded, the wake-up handed on). Set
 // beside the client's ack times, they tell how much of a slow ack the server explains and how
 // much lies outside it (the request waiting in the socket, the answer waiting to be read).
+// Also the workers thread's event-loop busy time (`switchboard_event_loop_busy_seconds_total`),
+// which says whether the turns kept up with the load or ran flat out behind it.
 import { BENCH_API_KEY } from "./gateway-process.js";
 import { httpRequest } from "./http.js";
 
@@ -19,6 +21,8 @@ export interface ServerTimes {
   accept: Times;
   /** The SQLite log's rewinds so far (each holds the write gate while it syncs). */
   walRewinds: number;
+  /** Seconds the workers thread's event loop has spent running code so far, and when this was read. */
+  workersLoop: { busySeconds: number; readAtMs: number };
 }
 
 export async function readServerTimes(gatewayUrl: string, route: string, platform: string): Promise<ServerTimes> {
@@ -37,6 +41,7 @@ export async function readServerTimes(gatewayUrl: string, route: string, platfor
     answer: times("switchboard_http_ack_seconds", `route="${route}"`),
     accept: times("switchboard_ingress_accept_seconds", `platform="${platform}"`),
     walRewinds: value("switchboard_sqlite_wal_rewinds_total", []),
+    workersLoop: { busySeconds: value("switchboard_event_loop_busy_seconds_total", ['loop="workers"']), readAtMs: performance.now() },
   };
 }
 
@@ -50,4 +55,10 @@ export interface OverTen {
 export function overTenMs(before: Times, after: Times): OverTen {
   const of = after.count - before.count;
   return { over: of - (after.within10ms - before.within10ms), of };
+}
+
+/** The share of the time between two readings that the workers thread's loop was busy, in percent. */
+export function workersLoopBusyPercent(before: ServerTimes, after: ServerTimes): number {
+  const elapsedMs = after.workersLoop.readAtMs - before.workersLoop.readAtMs;
+  return elapsedMs > 0 ? (100 * 1000 * (after.workersLoop.busySeconds - before.workersLoop.busySeconds)) / elapsedMs : Number.NaN;
 }

@@ -1,4 +1,6 @@
-// Prometheus metrics (prom-client), one registry per gateway process.
+// Prometheus metrics (prom-client), one registry per gateway process (and one in `serve`'s
+// workers thread, summed into the process's /metrics).
+import { performance } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { registerSqliteWaitMetrics } from "./sqlite-wait-metrics.js";
 
@@ -24,10 +26,39 @@ export interface GatewayMetrics {
 /** The prefix of the process's default metrics (CPU, memory, event loop, handles). */
 export const PROCESS_METRICS_PREFIX = "switchboard_process_";
 
-export function createMetrics(): GatewayMetrics {
+/** What an event loop runs: the HTTP ingress, the turn and delivery workers, or both on one loop. */
+export type EventLoopRole = "http" | "workers" | "http+workers";
+
+export function eventLoopRole(options: { http: boolean; workers: boolean }): EventLoopRole {
+  if (options.http && options.workers) return "http+workers";
+  return options.http ? "http" : "workers";
+}
+
+/**
+ * The time this thread's event loop has spent running code rather than waiting for I/O or timers,
+ * labelled by what the loop runs. Its rate is the loop's busy share: near 1 for the workers loop
+ * means the turns are the bottleneck and new messages wait in the inbox (durable, answered in
+ * order once it eases); near 1 for the HTTP loop means acks queue behind each other.
+ */
+function registerEventLoopBusy(registry: Registry, role: EventLoopRole): void {
+  new Counter({
+    name: "switchboard_event_loop_busy_seconds_total",
+    help: "Time this event loop spent running code (not waiting for I/O or timers), by what it runs: http, workers, or http+workers on one loop",
+    labelNames: ["loop"],
+    registers: [registry],
+    collect() {
+      // Read at scrape time: an absolute value the loop keeps, not increments.
+      this.reset();
+      this.inc({ loop: role }, performance.eventLoopUtilization().active / 1000);
+    },
+  });
+}
+
+export function createMetrics(role: EventLoopRole): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: PROCESS_METRICS_PREFIX });
   registerSqliteWaitMetrics(registry);
+  registerEventLoopBusy(registry, role);
   return {
     registry,
     inbound: new Counter({ name: "switchboard_inbound_messages_total", help: "Inbound messages by result (accepted, duplicate, rejected)", labelNames: ["platform", "result"], registers: [registry] }),

@@ -23,7 +23,7 @@ import { MediaError } from "../gateway/media.js";
 import { InterruptBus } from "../bus/interrupt-bus.js";
 import { RedisKeys } from "../bus/keys.js";
 import { createLogger } from "../gateway/logger.js";
-import { createMetrics, type GatewayMetrics } from "../gateway/metrics.js";
+import { createMetrics, eventLoopRole, type GatewayMetrics } from "../gateway/metrics.js";
 import { addHandOnWakeUp, addRetryWakeUp, createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
 import type { WakeUpSink } from "../gateway/local-wake-ups.js";
 import { RedisLeaseNotifier } from "../bus/lease-notifier.js";
@@ -161,7 +161,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     const interrupts = new InterruptBus({ redis, subscriber, prefix, logger });
     cleanups.push(() => interrupts.close());
 
-    const metrics = createMetrics();
+    const metrics = createMetrics(eventLoopRole(options));
     const queues = createQueues(redisOptions, prefix);
     cleanups.push(() => queues.close());
     // Start ready to enqueue when Redis is there; when it is not, ingress still records messages

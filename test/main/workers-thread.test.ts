@@ -110,6 +110,10 @@ describe("serve with its workers in a thread", () => {
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/^switchboard_turns_total\{platform="test",outcome="completed"\} [1-9]/m);
     expect(metrics.match(/^# TYPE switchboard_turns_total /gm)).toHaveLength(1);
+    // Each loop reports its own busy time: the HTTP thread's and the workers thread's.
+    expect(metrics).toMatch(/^switchboard_event_loop_busy_seconds_total\{loop="http"\} [0-9.e-]+$/m);
+    expect(metrics).toMatch(/^switchboard_event_loop_busy_seconds_total\{loop="workers"\} [0-9.e-]+$/m);
+    expect(metrics).not.toMatch(/loop="http\+workers"/);
 
     // SIGTERM mid-turn: the thread's turn finishes within SHUTDOWN_TIMEOUT_MS (10 s), then both exit 0.
     const last = await ingress.accept(inbound("thread-crash", "stopping one two three four five"));
