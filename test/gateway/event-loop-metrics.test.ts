@@ -24,10 +24,11 @@ describe("switchboard_event_loop_busy_seconds_total", () => {
     const afterWork = await busySeconds(metrics, "workers");
     expect(afterWork - before).toBeGreaterThanOrEqual(0.059);
 
-    // 200 ms of waiting on a timer: hardly any of it busy.
-    await sleep(200);
+    // 300 ms of waiting on a timer: at most half of it busy (the scrapes themselves run code, and
+    // a loaded machine may stretch them), where busy time counted as wall time would be all of it.
+    await sleep(300);
     const afterWait = await busySeconds(metrics, "workers");
-    expect(afterWait - afterWork).toBeLessThan(0.1);
+    expect(afterWait - afterWork).toBeLessThan(0.15);
     expect(afterWait).toBeGreaterThanOrEqual(afterWork);
   });
 
