@@ -52,6 +52,7 @@ function instrument(): Counters {
       if (!kind) kinds.set(statement, (kind = kindOf(statement)));
       if (!kind.control) {
         counters.sqlite.statements += 1;
+        counters.sqlite.statementSql[kind.sql] = (counters.sqlite.statementSql[kind.sql] ?? 0) + 1;
         if (!statement.database.inTransaction) {
           if (statement.readonly) counters.sqlite.autocommitReads += 1;
           else counters.sqlite.autocommitWrites += 1;

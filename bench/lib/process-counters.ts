@@ -15,6 +15,8 @@ export interface Counters {
     statements: number;
     /** The single-statement writes and reads by their SQL (shortened). */
     autocommitSql: CommandCounts;
+    /** Every statement by its SQL (shortened), inside a transaction or not. */
+    statementSql: CommandCounts;
   };
   /** Commands sent by this thread's Redis clients, by name (scripts as `evalsha <script>`). */
   redis: CommandCounts;
@@ -33,7 +35,7 @@ export interface ProcessCounters {
 }
 
 export function emptyCounters(): Counters {
-  return { sqlite: { transactions: 0, autocommitWrites: 0, autocommitReads: 0, statements: 0, autocommitSql: {} }, redis: {} };
+  return { sqlite: { transactions: 0, autocommitWrites: 0, autocommitReads: 0, statements: 0, autocommitSql: {}, statementSql: {} }, redis: {} };
 }
 
 export function diffCounters(before: Counters, after: Counters): Counters {
@@ -44,6 +46,7 @@ export function diffCounters(before: Counters, after: Counters): Counters {
       autocommitReads: after.sqlite.autocommitReads - before.sqlite.autocommitReads,
       statements: after.sqlite.statements - before.sqlite.statements,
       autocommitSql: diffCounts(before.sqlite.autocommitSql, after.sqlite.autocommitSql),
+      statementSql: diffCounts(before.sqlite.statementSql, after.sqlite.statementSql),
     },
     redis: diffCounts(before.redis, after.redis),
   };
@@ -57,6 +60,7 @@ export function sumCounters(all: Counters[]): Counters {
     sum.sqlite.autocommitReads += c.sqlite.autocommitReads;
     sum.sqlite.statements += c.sqlite.statements;
     addCounts(sum.sqlite.autocommitSql, c.sqlite.autocommitSql);
+    addCounts(sum.sqlite.statementSql, c.sqlite.statementSql);
     addCounts(sum.redis, c.redis);
   }
   return sum;

@@ -105,6 +105,7 @@ function countBullets(c: Counters, executed: CommandCounts | null, messages: num
     `- SQLite: ${perMsg(commits(c))} commits (${perMsg(c.sqlite.transactions)} BEGIN...COMMIT transactions + ` +
       `${perMsg(c.sqlite.autocommitWrites)} single-statement writes), ${perMsg(c.sqlite.autocommitReads)} single-statement reads, ${perMsg(c.sqlite.statements)} statements in all;`,
     `- single statements outside a transaction, per message: ${describeCounts(c.sqlite.autocommitSql, messages)};`,
+    `- every statement, per message: ${describeCounts(c.sqlite.statementSql, messages)};`,
     `- Redis, sent by the ${sender}: ${perMsg(totalCount(c.redis))} commands — ${describePerMessage(c.redis, messages) || "none"}${executed ? ";" : "."}`,
   ];
   if (executed) {

@@ -355,7 +355,7 @@ export class TurnWorkers {
       messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
       endRecords: ({ status, finalResponse }) => {
         state.completion = { rows: [...answered], status, reply: finalResponse };
-        const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: state.stream === null });
+        const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: streamEnded(state) });
         state.deliveries = records.deliveries ?? [];
         return records;
       },
@@ -458,8 +458,8 @@ export class TurnWorkers {
 
   /**
    * `claimed`: the reply's ledger row is inserted already claimed, since this process sends it as
-   * soon as the flush commits (dispatchDeliveries). Not with a stream open: the streamed message's
-   * edit target is set on the row after the flush, which only an unclaimed row takes.
+   * soon as the flush commits (dispatchDeliveries). Not while a stream has posted: the streamed
+   * message's edit target is set on the row after the flush, which only an unclaimed row takes.
    */
   private endRecords(
     answered: InboxRow[],
@@ -502,6 +502,18 @@ export class TurnWorkers {
     set?.delete(turn);
     if (set && set.size === 0) this.running.delete(conversationId);
   }
+}
+
+/**
+ * At the turn's end records: no stream, or one closed now because it posted nothing (a reply done
+ * before its first post was due). Its final text then goes out as one new message, so the ledger
+ * row can be inserted claimed and sent without a claim's write of its own.
+ */
+function streamEnded(state: TurnState): boolean {
+  if (state.stream === null) return true;
+  if (!state.stream.closeIfUnposted()) return false;
+  state.stream = null;
+  return true;
 }
 
 function userMessageOf(row: InboxRow): AdmittedUserInput {

@@ -171,6 +171,11 @@ export interface ReplyStream {
    * `messageId`, or, when nothing was posted yet (messageId null), posts it as one message.
    */
   close(): Promise<{ messageId: string | null }>;
+  /**
+   * Close now, synchronously, when nothing was posted and no post is in flight (true): the final
+   * text is then sent as one new message that no stream edit can race. False: the stream goes on.
+   */
+  closeIfUnposted(): boolean;
 }
 
 /** A route's answer before anything writes it: a status and, when there is one, a JSON body. */

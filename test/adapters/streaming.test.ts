@@ -149,6 +149,29 @@ describe("ThrottledEditor", () => {
     expect((await slow.close()).messageId).toBe("m1");
   });
 
+  it("closeIfUnposted() ends a stream that posted nothing (it never posts after), and refuses once a post is out or in flight", async () => {
+    vi.useFakeTimers();
+    const quiet = recordingSink();
+    const unposted = new ThrottledEditor(quiet.sink, { intervalMs: 1000, firstPostDelayMs: 1000 });
+    unposted.push("Echo: hi");
+    expect(unposted.closeIfUnposted()).toBe(true);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(quiet.calls).toEqual([]);
+    expect(await unposted.close()).toEqual({ messageId: null, text: "Echo: hi" });
+
+    // A post in flight: its message may appear, so the final text must edit it, not post again.
+    let answer: (id: string) => void = () => undefined;
+    const slowSink = { post: () => new Promise<string>((resolve) => (answer = resolve)), edit: () => Promise.resolve() };
+    const inFlight = new ThrottledEditor(slowSink, { intervalMs: 1000 });
+    inFlight.push("a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(inFlight.closeIfUnposted()).toBe(false);
+    answer("m9");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(inFlight.closeIfUnposted()).toBe(false);
+    expect((await inFlight.close()).messageId).toBe("m9");
+  });
+
   it("posts the final text once when nothing was streamed before finish()", async () => {
     const { sink, calls } = recordingSink();
     const editor = new ThrottledEditor(sink, { intervalMs: 1000 });

@@ -71,6 +71,8 @@ describe("the profiled Slack round", () => {
     const worker = read.threads.find((t) => t.threadId !== 0 && t.counters.sqlite.statements > 0);
     expect(main?.counters.sqlite).toMatchObject({ autocommitReads: 1, statements: 1, transactions: 0 });
     expect(worker?.counters.sqlite).toMatchObject({ transactions: 2, autocommitWrites: 1, statements: 3 });
+    // Every statement by its SQL, inside a transaction or not.
+    expect(worker?.counters.sqlite.statementSql).toEqual({ "CREATE TABLE t (x)": 1, "INSERT INTO t VALUES (1)": 2 });
     expect(sumCounters(read.threads.map((t) => t.counters)).sqlite.statements).toBe(4);
   });
 

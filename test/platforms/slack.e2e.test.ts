@@ -1,6 +1,6 @@
 // Slack through a real gateway: signed Events API requests in, replies out through the fake
 // Slack Web API, with the turn and delivery workers, Redis and SQLite all real.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { FakeSlackCall, FakeSlackMessage } from "../support/fake-slack.js";
 import { FakeSlack } from "../support/fake-slack.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
@@ -61,6 +61,7 @@ describe("Slack through the gateway", () => {
   });
 
   it("answers a signed app_mention in its thread with exactly one message holding the echo, in one Slack call", async () => {
+    const claims = vi.spyOn(gw.gateway.store, "claimDelivery");
     const mention = slackMention("what is the capital of France?");
     const res = await postSlackEvent(gw.gateway.url!, mention.body);
     expect(res.status).toBe(200);
@@ -75,6 +76,9 @@ describe("Slack through the gateway", () => {
     expect(calls.map((c) => c.method)).toEqual(["chat.postMessage"]);
     expect(calls[0].params.text).toBe(`Echo: ${mention.question}`);
     expect(message.history).toEqual([]);
+    // Its stream posted nothing, so the turn's flush inserted the ledger row claimed: no claim's write.
+    expect(claims).not.toHaveBeenCalled();
+    claims.mockRestore();
   });
 
   it("refuses a bad signature with 401 and runs no turn", async () => {

@@ -93,6 +93,19 @@ export class ThrottledEditor {
   }
 
   /**
+   * Stops the stream now when it has posted nothing and no post is in flight: true, and it never
+   * posts (the final text goes out as one message that nothing else edits). False when a post
+   * went out or is on its way; the stream then goes on as before.
+   */
+  closeIfUnposted(): boolean {
+    if (this.messageId !== null || this.inFlight) return false;
+    this.finished = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    return true;
+  }
+
+  /**
    * Stops previews without a final edit (when the final text goes out another way, e.g. a
    * delivery that edits `postedMessageId`). Waits for a request in flight.
    */

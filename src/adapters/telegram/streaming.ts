@@ -34,6 +34,11 @@ export function createTelegramStreamingReply(
       stopTyping();
       return editor.close();
     },
+    closeIfUnposted() {
+      if (!editor.closeIfUnposted()) return false;
+      stopTyping();
+      return true;
+    },
   };
 }
 
