@@ -99,9 +99,7 @@ export class ThrottledEditor {
    */
   closeIfUnposted(): boolean {
     if (this.messageId !== null || this.inFlight) return false;
-    this.finished = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.stopPreviews();
     return true;
   }
 
@@ -110,11 +108,16 @@ export class ThrottledEditor {
    * delivery that edits `postedMessageId`). Waits for a request in flight.
    */
   async close(): Promise<FinishedStream> {
+    this.stopPreviews();
+    while (this.inFlight) await this.inFlight;
+    return { messageId: this.messageId, text: this.text };
+  }
+
+  /** No preview is scheduled or sent from now on. */
+  private stopPreviews(): void {
     this.finished = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    while (this.inFlight) await this.inFlight;
-    return { messageId: this.messageId, text: this.text };
   }
 
   private schedule(): void {
