@@ -14,7 +14,7 @@ import type { PlainHttpServerOut } from "./children/plain-http-server.js";
 import type { WebhookLoadIn, WebhookLoadOut, WebhookLoadPlan, WebhookLoadResult } from "./children/webhook-load.js";
 import { spawnChild } from "./lib/child.js";
 import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateway-process.js";
-import { busyPercent, readCpuMs, readMachineCpu } from "./lib/proc.js";
+import { busyPercent, readCoreWaitMs, readCpuMs, readMachineCpu } from "./lib/proc.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSinkProcess, type CallbackSinkProcess } from "./lib/sink.js";
@@ -49,6 +49,11 @@ interface Run {
   machineBusyPct: number;
   /** The gateway process's CPU (every thread of it) per message sent while the load ran. */
   gatewayCpuMsPerMsg: number;
+  /**
+   * The share of the load's time that the two ends of an ack spent runnable but waiting for a
+   * core (/proc schedstat): the gateway's main thread (the HTTP ingress) and the generator's.
+   */
+  coreWaitPct: { httpThread: number; generator: number };
 }
 
 /**
@@ -57,6 +62,10 @@ interface Run {
  */
 class LoadGenerator {
   private constructor(private readonly child: ReturnType<typeof spawnChild<WebhookLoadIn, WebhookLoadOut>>) {}
+
+  get pid(): number {
+    return this.child.pid;
+  }
 
   static async start(): Promise<LoadGenerator> {
     const child = spawnChild<WebhookLoadIn, WebhookLoadOut>("webhook-load.ts");
@@ -84,9 +93,10 @@ async function load(ctx: BenchContext, generator: LoadGenerator, gateway: Gatewa
   const total = Math.round(ratePerS * seconds);
   const progress = new Progress(label, total, ctx.progress);
   const repliesBefore = (await sink?.received()) ?? 0;
-  const [machineBefore, cpuBefore] = [readMachineCpu(), readCpuMs(gateway.pid)];
+  const coreWaits = (): [number, number] => [readCoreWaitMs(gateway.pid), readCoreWaitMs(generator.pid)];
+  const [machineBefore, cpuBefore, waitsBefore, startedAt] = [readMachineCpu(), readCpuMs(gateway.pid), coreWaits(), performance.now()];
   const result = await generator.run({ url: `${gateway.url}${ROUTE}`, secret: SECRET, ratePerS, seconds, chats: CHATS });
-  const [machineAfter, cpuAfter] = [readMachineCpu(), readCpuMs(gateway.pid)];
+  const [machineAfter, cpuAfter, waitsAfter, tookMs] = [readMachineCpu(), readCpuMs(gateway.pid), coreWaits(), performance.now() - startedAt];
   const repliesDuring = sink ? (await sink.received()) - repliesBefore : null;
   progress.finish();
   const statuses = new Map(result.statuses);
@@ -112,6 +122,7 @@ async function load(ctx: BenchContext, generator: LoadGenerator, gateway: Gatewa
     repliesPerS: repliesDuring === null ? null : repliesDuring / seconds,
     machineBusyPct: busyPercent(machineBefore, machineAfter),
     gatewayCpuMsPerMsg: (cpuAfter - cpuBefore) / total,
+    coreWaitPct: { httpThread: (100 * (waitsAfter[0] - waitsBefore[0])) / tookMs, generator: (100 * (waitsAfter[1] - waitsBefore[1])) / tookMs },
   };
 }
 
@@ -209,7 +220,7 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
     `acks over 10 ms: ${slowAcks(run)} of ${run.acksMs.length} at the client` +
     (run.server ? `, ${run.server.answers.over} of ${run.server.answers.of} at the server, ${run.server.accepts.over} of ${run.server.accepts.of} in its durable step (record + wake-up)` : "");
   const drained = (run: Run): string => (run.drainedAfterS === null ? "not within the wait" : `${run.drainedAfterS.toFixed(1)} s after the last ack`);
-  const describe = (run: Run): string => `statuses ${describeStatuses(run.statuses)}; generator lag p99 ${run.sendLagP99Ms.toFixed(2)} ms, its event-loop delay p99 ${run.generatorLoopDelayP99Ms.toFixed(2)} ms; ${overTen(run)}`;
+  const describe = (run: Run): string => `statuses ${describeStatuses(run.statuses)}; generator lag p99 ${run.sendLagP99Ms.toFixed(2)} ms, its event-loop delay p99 ${run.generatorLoopDelayP99Ms.toFixed(2)} ms; waiting for a core: the HTTP thread ${run.coreWaitPct.httpThread.toFixed(1)}% of the load's time, the generator ${run.coreWaitPct.generator.toFixed(1)}%; ${overTen(run)}`;
   return {
     name: "ingress",
     title: `Ingress: webhook ack latency at a steady ${RATE_PER_S} messages/s`,
@@ -228,8 +239,11 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_replies_per_s_at_60pct", label: "replies delivered per second while the 60% load ran (the turns' pace)", value: round(at60.repliesPerS ?? -1, 0), unit: "msg/s" },
       { key: "ingress_machine_busy_pct_at_60pct", label: "the machine's cores busy while the 60% load ran (every process)", value: round(at60.machineBusyPct, 0), unit: "%" },
       { key: "ingress_cpu_ms_per_msg_at_60pct", label: "gateway process CPU per message at 60% (every thread)", value: round(at60.gatewayCpuMsPerMsg), unit: "ms" },
+      { key: "ingress_http_thread_core_wait_pct_at_60pct", label: "the HTTP thread's time waiting for a core while the 60% load ran (runnable, not running)", value: round(at60.coreWaitPct.httpThread, 1), unit: "%" },
+      { key: "ingress_generator_core_wait_pct_at_60pct", label: "the load generator's time waiting for a core while the 60% load ran (it times the acks)", value: round(at60.coreWaitPct.generator, 1), unit: "%" },
       { key: "ingress_workers_loop_busy_pct_at_60pct", label: "the workers thread's event loop busy while the 60% load ran (100: the turns ran flat out, behind the load)", value: round(at60.server?.workersLoopBusyPct ?? Number.NaN, 0), unit: "%" },
       { key: "ingress_machine_busy_pct", label: `the machine's cores busy at ${RATE_PER_S} msg/s (one process; every process)`, value: round(one.machineBusyPct, 0), unit: "%" },
+      { key: "ingress_http_thread_core_wait_pct", label: `the HTTP thread's time waiting for a core at ${RATE_PER_S} msg/s (one process)`, value: round(one.coreWaitPct.httpThread, 1), unit: "%" },
       { key: "ingress_workers_loop_busy_pct", label: `the workers thread's event loop busy at ${RATE_PER_S} msg/s (one process)`, value: round(one.server?.workersLoopBusyPct ?? Number.NaN, 0), unit: "%" },
       { key: "ingress_split_p50_ms", label: "ack p50 (serve --no-workers + a worker process)", value: round(b.p50), unit: "ms" },
       { key: "ingress_split_p99_ms", label: "ack p99 (serve --no-workers + a worker process)", value: round(b.p99), unit: "ms" },

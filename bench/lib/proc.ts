@@ -1,4 +1,4 @@
-// Resident memory of another process, from /proc (Linux).
+// Resident memory, CPU time and run-queue waits of other processes, from /proc (Linux).
 import { readFileSync } from "node:fs";
 
 export interface MemoryReading {
@@ -71,4 +71,18 @@ export function readMachineCpu(): MachineCpu {
 export function busyPercent(before: MachineCpu, after: MachineCpu): number {
   const total = after.total - before.total;
   return total > 0 ? (100 * (after.busy - before.busy)) / total : Number.NaN;
+}
+
+/**
+ * How long a thread (by default a process's main thread) has waited on a run queue for a core,
+ * since it started, in ms: the second field of /proc/<pid>/task/<tid>/schedstat (nanoseconds).
+ * Runnable but not running: what a busy machine adds to the work of a thread. NaN when unknown.
+ */
+export function readCoreWaitMs(pid: number, tid = pid): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").trim().split(" ");
+    return Number(fields[1]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
 }

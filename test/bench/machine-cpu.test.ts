@@ -1,7 +1,18 @@
 // The ingress benchmark's machine figures: the whole machine's busy share between two readings of
-// /proc/stat, and a process's CPU from /proc/<pid>/stat.
+// /proc/stat, a process's CPU from /proc/<pid>/stat, and a thread's wait for a core from
+// /proc/<pid>/task/<tid>/schedstat.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { busyPercent, readCpuMs, readMachineCpu } from "../../bench/lib/proc.js";
+import { busyPercent, readCoreWaitMs, readCpuMs, readMachineCpu } from "../../bench/lib/proc.js";
+
+const hasTaskset = spawnSync("taskset", ["--version"], { stdio: "ignore" }).status === 0;
+
+/** A node process that spins until killed, held to the first core. */
+function spinnerOnCoreZero(): ChildProcess {
+  return spawn("taskset", ["-c", "0", process.execPath, "-e", "for (;;) Math.sqrt(Math.random())"], { stdio: "ignore" });
+}
 
 /** Spin until this process has used `ms` more of CPU (by /proc), or give up after `limitMs` of wall time. */
 function spinCpu(ms: number, limitMs: number): number {
@@ -28,12 +39,43 @@ describe("the machine's CPU readings", () => {
     const busy = busyPercent(before, after);
     expect(busy).toBeGreaterThan(0);
     expect(busy).toBeLessThanOrEqual(100);
-    // The machine's busy ticks include this process's 200 ms (ticks are 10 ms, 100 a second).
-    expect(after.busy - before.busy).toBeGreaterThanOrEqual(20);
+    // The machine's busy ticks include this process's 200 ms (ticks are 10 ms, 100 a second). The
+    // two counts are rounded to ticks apart, so the machine's may read a tick short (19 of 20 did).
+    expect(after.busy - before.busy).toBeGreaterThanOrEqual(18);
   }, 15_000);
 
   it("computes the share from the ticks and says NaN when no time passed", () => {
     expect(busyPercent({ busy: 100, total: 1000 }, { busy: 250, total: 1200 })).toBe(75);
     expect(busyPercent({ busy: 5, total: 10 }, { busy: 5, total: 10 })).toBeNaN();
+  });
+});
+
+describe("a thread's wait for a core", () => {
+  it.skipIf(!hasTaskset)("is longer than the CPU time of each of three spinners held to one core, and near none for a sleeper", async () => {
+    // taskset execs node in place: the child's pid is node's.
+    const spinners = [spinnerOnCoreZero(), spinnerOnCoreZero(), spinnerOnCoreZero()];
+    const sleeper = spawn(process.execPath, ["-e", "setTimeout(() => {}, 5000)"], { stdio: "ignore" });
+    try {
+      await sleep(900);
+      const sleeperWait = readCoreWaitMs(sleeper.pid as number);
+      for (const spinner of spinners) {
+        const pid = spinner.pid as number;
+        const [waited, ran] = [readCoreWaitMs(pid), readCpuMs(pid)];
+        // Three on one core: each runs about a third of the time and waits about two thirds.
+        expect(ran).toBeGreaterThan(50);
+        expect(waited).toBeGreaterThan(ran);
+      }
+      expect(sleeperWait).toBeGreaterThanOrEqual(0);
+      expect(sleeperWait).toBeLessThan(100);
+    } finally {
+      for (const child of [...spinners, sleeper]) {
+        child.kill("SIGKILL");
+        if (child.exitCode === null && child.signalCode === null) await once(child, "exit");
+      }
+    }
+  }, 15_000);
+
+  it("is NaN for a process that does not exist", () => {
+    expect(readCoreWaitMs(2 ** 22 + 1)).toBeNaN();
   });
 });
