@@ -205,10 +205,12 @@ describe.skipIf(chromiumMissing && !onCI)("the console in a browser", () => {
   it("keeps the key and the open session across a reload", async () => {
     await step("reload", async () => {
       const sessionId = (await page.getByTestId("session-title").textContent()) ?? "";
+      expect(sessionId).not.toBe("");
       await page.reload();
       await page.getByTestId("app").waitFor();
       expect(await page.getByTestId("key-panel").isVisible()).toBe(false);
-      expect(await page.getByTestId("session-title").textContent()).toBe(sessionId);
+      // The console opens the kept session after the app shows: its title comes with it.
+      await expect.poll(() => page.getByTestId("session-title").textContent(), { timeout: UI_TIMEOUT_MS }).toBe(sessionId);
       await page.locator("#transcript [data-testid=message-content]", { hasText: "Echo: from elsewhere" }).waitFor();
     });
   });
