@@ -74,13 +74,13 @@ export function busyPercent(before: MachineCpu, after: MachineCpu): number {
 }
 
 /**
- * How long a thread (by default a process's main thread) has waited on a run queue for a core,
- * since it started, in ms: the second field of /proc/<pid>/task/<tid>/schedstat (nanoseconds).
- * Runnable but not running: what a busy machine adds to the work of a thread. NaN when unknown.
+ * How long a process's main thread has waited on a run queue for a core since it started, in ms:
+ * the second field of /proc/<pid>/task/<pid>/schedstat (nanoseconds). Runnable but not running:
+ * what a busy machine adds to the work of a thread. NaN when unknown.
  */
-export function readCoreWaitMs(pid: number, tid = pid): number {
+export function readCoreWaitMs(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").trim().split(" ");
+    const fields = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").trim().split(" ");
     return Number(fields[1]) / 1e6;
   } catch {
     return Number.NaN;
