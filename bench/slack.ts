@@ -1,7 +1,7 @@
 // Slack: Switchboard against the bot users would build instead — Vercel's Chat SDK with its
 // Slack adapter and ioredis state (children/peer-chat-sdk.ts) — fed the same signed `app_mention`
 // deliveries, answering through the same fake Slack Web API, on the same Redis, in the same run,
-// in alternating rounds (peer, Switchboard, peer, Switchboard). Each round starts its server
+// in counterbalanced rounds (peer, Switchboard, Switchboard, peer). Each round starts its server
 // process afresh, so the other system's idle work never lands in a window, and runs:
 //   1. closed loop: N conversations x M messages, each its own channel and thread, the next
 //      message when the previous one's echo is shown;
@@ -86,6 +86,15 @@ async function runRound(
   }
   if (name === "switchboard") result.reconciled = reconciledRows(join(options.dir, "switchboard.db"));
   return result;
+}
+
+/**
+ * A B, then B A: over two rounds each system runs first once, so a machine that speeds up or slows
+ * down steadily through the benchmark (seen drifting by a third within minutes) favours
+ * neither. Strictly alternating A B A B, the second system always ran later than its pair.
+ */
+function roundOrder(round: number): readonly SystemName[] {
+  return round % 2 === 0 ? ["peer", "switchboard"] : ["switchboard", "peer"];
 }
 
 /** The reconciler stamps enqueued_at on each inbox row it re-enqueues; the hot path never does. */
@@ -235,7 +244,7 @@ export async function slackBenchmark(ctx: BenchContext): Promise<BenchResult> {
   let profileMarkdown: string | null = null;
   try {
     for (let i = 0; i < shape.rounds; i++) {
-      for (const name of ["peer", "switchboard"] as const) {
+      for (const name of roundOrder(i)) {
         rounds.push(await runRound(ctx, name, i, shape, { redisUrl: redis.url, fake, stats, driver }));
       }
     }

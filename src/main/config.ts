@@ -211,7 +211,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     allowedHosts: envValue(env, "ALLOWED_HOSTS", listOf(hostName)) ?? file.allowed_hosts ?? [],
     trustProxy: envValue(env, "TRUST_PROXY", trustProxy) ?? file.trust_proxy ?? 0,
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
-    workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 16,
+    workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 64,
     workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
     workersThreadNice: envValue(env, "WORKERS_THREAD_NICE", intFrom(0, 19)) ?? file.workers_thread_nice ?? 19,
     workersThreadScheduling: envValue(env, "WORKERS_THREAD_SCHEDULING", workersThreadScheduling) ?? file.workers_thread_scheduling ?? "nice",

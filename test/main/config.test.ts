@@ -15,7 +15,7 @@ describe("configuration", () => {
       dbPath: "./data/switchboard.db",
       apiKey: null,
       redisUrl: null,
-      workerConcurrency: 16,
+      workerConcurrency: 64,
       llm: { baseUrl: null, apiKey: null, model: null },
       slack: null,
       discord: null,
