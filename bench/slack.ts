@@ -93,7 +93,7 @@ async function runRound(
  * down steadily through the benchmark (seen drifting by a third within minutes) favours
  * neither. Strictly alternating A B A B, the second system always ran later than its pair.
  */
-function roundOrder(round: number): readonly SystemName[] {
+function systemsOfRound(round: number): readonly SystemName[] {
   return round % 2 === 0 ? ["peer", "switchboard"] : ["switchboard", "peer"];
 }
 
@@ -244,7 +244,7 @@ export async function slackBenchmark(ctx: BenchContext): Promise<BenchResult> {
   let profileMarkdown: string | null = null;
   try {
     for (let i = 0; i < shape.rounds; i++) {
-      for (const name of roundOrder(i)) {
+      for (const name of systemsOfRound(i)) {
         rounds.push(await runRound(ctx, name, i, shape, { redisUrl: redis.url, fake, stats, driver }));
       }
     }
