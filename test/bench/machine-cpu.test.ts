@@ -54,11 +54,13 @@ describe("a thread's wait for a core", () => {
   it.skipIf(!hasTaskset)("grows faster than the CPU time of each of three spinners held to one core, and barely for a sleeper", async () => {
     // taskset execs node in place: the child's pid is node's.
     const spinners = [spinnerOnCoreZero(), spinnerOnCoreZero(), spinnerOnCoreZero()];
-    const sleeper = spawn(process.execPath, ["-e", "setTimeout(() => {}, 5000)"], { stdio: "ignore" });
+    const sleeper = spawn(process.execPath, ["-e", "process.stdout.write('ready\\n'); setTimeout(() => {}, 5000)"], { stdio: ["ignore", "pipe", "ignore"] });
     const pids = [...spinners, sleeper].map((child) => child.pid as number);
     try {
-      // Counted after start-up, which waits for a core like any other work on a busy machine.
-      await sleep(300);
+      // Counted after start-up, which waits for a core like any other work on a busy machine: the
+      // sleeper's own start-up took 85 ms of waiting past a fixed 300 ms once, with tests running beside it.
+      await Promise.all([sleep(300), once(sleeper.stdout as NodeJS.ReadableStream, "data")]);
+      await sleep(100);
       const before = pids.map((pid) => ({ waited: readCoreWaitMs(pid), ran: readCpuMs(pid) }));
       await sleep(700);
       const after = pids.map((pid) => ({ waited: readCoreWaitMs(pid), ran: readCpuMs(pid) }));
