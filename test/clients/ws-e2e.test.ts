@@ -78,12 +78,20 @@ async function storedEvents(sessionId: string, afterId = "0-0"): Promise<Gateway
 
 describe("WebSocket clients with a worker in another process", () => {
   it("sees a turn's events in order: message.queued, turn.started, deltas, turn.completed", async () => {
+    // The reply's end waits until the client has seen a frame. A reply whose words all reach the
+    // worker within one frame interval sends none (its end event carries the text): with six words
+    // 20 ms apart and nothing held, a worker kept off its core for the reply (a CI run; a SIGSTOP
+    // of 150 ms does it) sent no frame.
+    const words = ["Echo: hello from a socket", " 2", " 3", " 4", " 5", " 6"];
+    fake.enqueue({ kind: "text", text: words.join(""), chunks: words, chunkDelayMs: 20, holdUntil: "a-frame-shown" });
     const ws = await connect();
     const session = newSession();
     await ws.subscribe(session);
     ws.send({ type: "send", session_id: session, text: "hello from a socket", client_message_id: "c-1" });
     const ack = await ws.waitFor((f) => f.type === "ack", 5000, "ack");
     expect(ack).toMatchObject({ client_message_id: "c-1", status: "accepted", session_id: session });
+    await ws.waitFor((f) => f.type === "event" && f.kind === "delta", 15_000, "a delta frame");
+    fake.release("a-frame-shown");
     const end = await ws.waitFor(isEnd, 15_000, "the end of the turn");
     expect(end.kind).toBe("turn.completed");
 
@@ -95,7 +103,7 @@ describe("WebSocket clients with a worker in another process", () => {
     expect(kinds[1]).toBe("turn.started");
     expect(kinds.at(-1)).toBe("turn.completed");
     expect(kinds.slice(2, -1).every((k) => k === "delta")).toBe(true);
-    // Six words 20 ms apart: at most one frame per word (coalescing is measured below).
+    // Six words: at most one frame per word (coalescing is measured below).
     const frames = main.filter((e) => e.kind === "delta");
     expect(frames.length).toBeGreaterThanOrEqual(1);
     expect(frames.length).toBeLessThanOrEqual(6);
