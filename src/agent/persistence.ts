@@ -18,17 +18,19 @@ export function unflushedMessages(
   conversationHistory: readonly ConversationMessage[] | null,
 ): ConversationMessage[] {
   const history = conversationHistory ?? [];
-  // A message with a row id returns early below, so only history messages without one are looked
-  // up: a stored transcript has ids on all of them, and the set stays empty however long it is.
-  const unstoredHistory = new Set<ConversationMessage>();
-  for (const message of history) if (message._row_id === undefined) unstoredHistory.add(message);
+  // A message with a row id is passed over first, so only history messages without one are looked
+  // up: a stored transcript has ids on all of them, and there is no set however long it is (a turn
+  // flushes at least twice, each time over the whole transcript).
+  let unstoredHistory: Set<ConversationMessage> | null = null;
+  for (const message of history) if (message._row_id === undefined) (unstoredHistory ??= new Set()).add(message);
   const pending: ConversationMessage[] = [];
-  messages.forEach((message, index) => {
-    if (stored.has(message) || message._row_id !== undefined) return;
-    const inHistory = index < history.length || unstoredHistory.has(message);
-    if (inHistory && !isCarried(message)) return;
+  for (let index = 0; index < messages.length; index++) {
+    const message = messages[index];
+    if (message._row_id !== undefined || stored.has(message)) continue;
+    const inHistory = index < history.length || (unstoredHistory?.has(message) ?? false);
+    if (inHistory && !isCarried(message)) continue;
     pending.push(message);
-  });
+  }
   return pending;
 }
 

@@ -26,10 +26,12 @@ export class EchoProvider implements ModelProvider {
     const lastUser = findLastIndex(messages, (m) => m.role === "user");
     const userText = lastUser >= 0 ? (messages[lastUser].content ?? "") : "";
     const directives = parseToolDirectives(userText);
-    const usage = { promptTokens: messages.reduce((sum, m) => sum + countWords(m.content ?? ""), 0) };
+    // The texts alone are kept for the count: the messages themselves (a whole transcript of
+    // them) would otherwise live as long as the result does.
+    const texts = messages.map((m) => m.content);
 
     const images = lastUser >= 0 ? imageNotes(messages[lastUser]) : [];
-    if (directives.calls.length === 0) return this.reply(`Echo: ${[userText, ...images].filter(Boolean).join(" ")}`, request, usage);
+    if (directives.calls.length === 0) return this.reply(`Echo: ${[userText, ...images].filter(Boolean).join(" ")}`, request, texts);
 
     const after = messages.slice(lastUser + 1);
     const asked = after.find((m) => m.role === "assistant" && (m.tool_calls?.length ?? 0) > 0);
@@ -40,20 +42,20 @@ export class EchoProvider implements ModelProvider {
         function: { name: call.name, arguments: call.arguments },
       }));
       await this.pause(request.signal);
-      return { content: null, toolCalls, finishReason: "tool_calls", usage: { ...usage, completionTokens: 0 } };
+      return { content: null, toolCalls, finishReason: "tool_calls", usage: new EchoUsage(texts, 0) };
     }
 
     const results = (asked.tool_calls ?? []).map((call) => {
       const answer = after.find((m) => m.role === "tool" && m.tool_call_id === call.id);
       return ` | ${call.function.name} -> ${answer?.content ?? ""}`;
     });
-    return this.reply(`Echo: ${directives.text}${results.join("")}`, request, usage);
+    return this.reply(`Echo: ${directives.text}${results.join("")}`, request, texts);
   }
 
   private async reply(
     text: string,
     request: CompletionRequest,
-    usage: { promptTokens: number },
+    texts: ReadonlyArray<string | null>,
   ): Promise<CompletionResult> {
     const chunks = wordChunks(text);
     for (let i = 0; i < chunks.length; i++) {
@@ -62,11 +64,30 @@ export class EchoProvider implements ModelProvider {
       throwIfAborted(request.signal);
       request.onDelta?.(chunks[i]);
     }
-    return { content: text, toolCalls: [], finishReason: "stop", usage: { ...usage, completionTokens: chunks.length } };
+    return { content: text, toolCalls: [], finishReason: "stop", usage: new EchoUsage(texts, chunks.length) };
   }
 
   private async pause(signal: AbortSignal): Promise<void> {
     if (this.chunkDelayMs > 0) await sleep(this.chunkDelayMs, signal);
+  }
+}
+
+/**
+ * The prompt's tokens are counted when asked for: the prompt is the whole transcript, so counting
+ * it at every call cost a turn time in proportion to the conversation's length (67 us at 600
+ * messages), and the gateway never reads them. A class, not an object literal with a getter:
+ * V8 builds such a literal on a slow path, which cost more than the count.
+ */
+class EchoUsage {
+  private counted: number | undefined;
+
+  constructor(
+    private readonly texts: ReadonlyArray<string | null>,
+    readonly completionTokens: number,
+  ) {}
+
+  get promptTokens(): number {
+    return (this.counted ??= this.texts.reduce((sum, text) => sum + countWords(text ?? ""), 0));
   }
 }
 
