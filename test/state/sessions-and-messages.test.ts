@@ -413,6 +413,21 @@ describe.each(storeBackends)("sessions and messages on $name", (backend) => {
         ];
         expect(await transcript(messages)).toEqual(messages);
       });
+
+      it("repairs a held transcript whose first tool call came after it was last read", async () => {
+        const db = await store.open();
+        await db.createSession("h", { source: "t" });
+        await db.appendMessagesBatch("h", [{ role: "user", content: "q", timestamp: 1 }]);
+        const read = async (): Promise<Array<Pick<ConversationMessage, "role" | "content" | "tool_calls">>> =>
+          (await db.getMessagesAsConversation("h", { repairAlternation: true })).map(({ role, content, tool_calls }) => ({ role, content, ...(tool_calls ? { tool_calls } : {}) }));
+        expect(await read()).toEqual([{ role: "user", content: "q" }]);
+        // Only the rows added since are read now; the call among them has no result.
+        await db.appendMessagesBatch("h", [{ role: "assistant", content: "let me look", tool_calls: [toolCall("c1")], timestamp: 2 }]);
+        expect(await read()).toEqual([
+          { role: "user", content: "q" },
+          { role: "assistant", content: "let me look" },
+        ]);
+      });
     });
   });
 

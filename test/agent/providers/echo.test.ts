@@ -181,6 +181,16 @@ describe("countWords", () => {
     ];
     const result = await new EchoProvider().complete({ messages, signal: live() });
     expect(result.usage?.promptTokens).toBe(5);
+    expect(result.usage?.completionTokens).toBe(4); // "Echo: three words here"
+  });
+
+  it("counts the prompt as it was asked, on a tool call too, whatever the caller does to its list afterwards", async () => {
+    const messages: ModelMessage[] = [{ role: "user", content: 'look it up [[tool:lookup {"q":"x"}]]' }];
+    const result = await new EchoProvider().complete({ messages, signal: live() });
+    expect(result.toolCalls).toHaveLength(1);
+    messages.push({ role: "assistant", content: "many more words added later" });
+    expect(result.usage?.promptTokens).toBe(5);
+    expect(result.usage?.completionTokens).toBe(0);
   });
 });
 
