@@ -1,4 +1,5 @@
 // Resident memory, CPU time and run-queue waits of other processes, from /proc (Linux).
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 export interface MemoryReading {
@@ -84,5 +85,32 @@ export function readCoreWaitMs(pid: number): number {
     return Number(fields[1]) / 1e6;
   } catch {
     return Number.NaN;
+  }
+}
+
+/**
+ * Put a process's main thread under SCHED_FIFO at the lowest real-time priority (the same as the
+ * gateway's HTTP thread, so neither preempts the other): a load generator that stands in for
+ * clients on other machines, whose own waits for a core on this one would otherwise count in
+ * every ack it times. False where the kernel does not allow it (no CAP_SYS_NICE) or chrt is missing.
+ */
+export function realtimeMainThread(pid: number): boolean {
+  try {
+    execFileSync("chrt", ["--fifo", "--reset-on-fork", "--pid", "1", String(pid)], { stdio: "ignore", timeout: 2_000 });
+  } catch {
+    return false;
+  }
+  return mainThreadPolicy(pid) === "SCHED_FIFO";
+}
+
+/** The scheduling policy of a process's main thread, by name ("SCHED_OTHER", "SCHED_FIFO"...), or "unknown". */
+export function mainThreadPolicy(pid: number): string {
+  const names = ["SCHED_OTHER", "SCHED_FIFO", "SCHED_RR", "SCHED_BATCH", "SCHED_ISO", "SCHED_IDLE"];
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces): the policy is field 41.
+    return names[Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[38])] ?? "unknown";
+  } catch {
+    return "unknown";
   }
 }

@@ -35,6 +35,15 @@ export type WorkersThreadScheduling = (typeof WORKERS_THREAD_SCHEDULINGS)[number
 const workersThreadScheduling = z.enum(WORKERS_THREAD_SCHEDULINGS);
 
 /**
+ * The HTTP thread of `serve` when turns run apart from it: `normal` (default) leaves it under the
+ * default policy; `realtime` puts it under SCHED_FIFO (Linux, where the kernel allows it), so a
+ * request never waits for a core behind a turn or another process (ingress-scheduling.ts).
+ */
+export const INGRESS_THREAD_SCHEDULINGS = ["realtime", "normal"] as const;
+export type IngressThreadScheduling = (typeof INGRESS_THREAD_SCHEDULINGS)[number];
+const ingressThreadScheduling = z.enum(INGRESS_THREAD_SCHEDULINGS);
+
+/**
  * How `serve` wakes a turn for a message it accepted: `local` hands the wake-up to its own workers
  * in memory (BullMQ only for retries, recovery and other processes), `queue` adds a BullMQ job for
  * every message (turns spread over every worker process).
@@ -91,6 +100,7 @@ const fileSchema = z.object({
   workers_layout: workersLayout.optional(),
   workers_thread_nice: intFrom(0, 19).optional(),
   workers_thread_scheduling: workersThreadScheduling.optional(),
+  ingress_thread_scheduling: ingressThreadScheduling.optional(),
   turn_wake_ups: turnWakeUps.optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
   llm: z.object({ base_url: z.string().url().optional(), api_key: z.string().optional(), model: z.string().optional() }).strict().optional(),
@@ -156,6 +166,8 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   workersThreadNice: number;
   /** `nice` (default): nice steps only; `idle`: the workers thread runs under SCHED_IDLE (Linux), its nice steps only where that cannot be set. */
   workersThreadScheduling: WorkersThreadScheduling;
+  /** `normal` (default): the HTTP thread under the default policy; `realtime`: under SCHED_FIFO when turns run apart from it (Linux, where allowed). */
+  ingressThreadScheduling: IngressThreadScheduling;
   /** `serve` with workers: wake its own turns in memory (`local`) or through BullMQ for every message (`queue`). */
   turnWakeUps: TurnWakeUps;
   logLevel: string;
@@ -217,6 +229,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
     workersThreadNice: envValue(env, "WORKERS_THREAD_NICE", intFrom(0, 19)) ?? file.workers_thread_nice ?? 19,
     workersThreadScheduling: envValue(env, "WORKERS_THREAD_SCHEDULING", workersThreadScheduling) ?? file.workers_thread_scheduling ?? "nice",
+    ingressThreadScheduling: envValue(env, "INGRESS_THREAD_SCHEDULING", ingressThreadScheduling) ?? file.ingress_thread_scheduling ?? "normal",
     turnWakeUps: envValue(env, "TURN_WAKE_UPS", turnWakeUps) ?? file.turn_wake_ups ?? "local",
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
     llm: {

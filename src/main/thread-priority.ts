@@ -3,7 +3,7 @@
 // busy, the kernel runs the HTTP ingress on the main thread first: an ack is a few hundred
 // microseconds of CPU that a client waits for, a turn is background work that only finishes a
 // little later.
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { readFileSync, readlinkSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
 import type { HoldingPriority } from "../state/write-gate.js";
@@ -11,6 +11,7 @@ import type { HoldingPriority } from "../state/write-gate.js";
 const MAX_NICE = 19;
 /** Linux's policies, as /proc/<pid>/task/<tid>/stat reports a thread's. */
 export const SCHED_OTHER = 0;
+export const SCHED_FIFO = 1;
 export const SCHED_IDLE = 5;
 /** chrt (util-linux) asks the kernel for a policy; Node has no call of its own for it. */
 const SET_POLICY_TIMEOUT_MS = 2_000;
@@ -105,4 +106,25 @@ export function idleThisThread(): boolean {
     return false;
   }
   return schedulingPolicyOf(process.pid, tid) === SCHED_IDLE;
+}
+
+/** The real-time priority the HTTP thread asks for: the lowest, which is enough to run ahead of every normal thread. */
+export const INGRESS_REALTIME_PRIORITY = 1;
+
+/**
+ * Put this thread under SCHED_FIFO at the ingress priority, without blocking its event loop: it
+ * takes a core from any thread of the normal policy (the turns, other processes) the moment it is
+ * runnable, where a nice value only weighs its share. The kernel's real-time throttling still leaves
+ * the normal threads a twentieth of every core. With reset-on-fork: a thread it starts later (the
+ * workers thread after a restart, libuv's pool) begins under the normal policy, not this one.
+ * Resolves to whether the kernel reports the policy set: false where it could not be (not Linux,
+ * no chrt, no CAP_SYS_NICE or RLIMIT_RTPRIO).
+ */
+export function realtimeThisThread(): Promise<boolean> {
+  const tid = kernelThreadId();
+  if (tid === null) return Promise.resolve(false);
+  const args = ["--fifo", "--reset-on-fork", "--pid", String(INGRESS_REALTIME_PRIORITY), String(tid)];
+  return new Promise((resolve) => {
+    execFile("chrt", args, { timeout: SET_POLICY_TIMEOUT_MS }, (err) => resolve(!err && schedulingPolicyOf(process.pid, tid) === SCHED_FIFO));
+  });
 }

@@ -43,6 +43,12 @@ describe("configuration", () => {
     expect(() => loadConfig({ WORKERS_THREAD_SCHEDULING: "realtime" })).toThrow(/^WORKERS_THREAD_SCHEDULING: /);
   });
 
+  it("keeps the HTTP thread under the normal policy unless INGRESS_THREAD_SCHEDULING=realtime", () => {
+    expect(loadConfig({}).ingressThreadScheduling).toBe("normal");
+    expect(loadConfig({ INGRESS_THREAD_SCHEDULING: "realtime" }).ingressThreadScheduling).toBe("realtime");
+    expect(() => loadConfig({ INGRESS_THREAD_SCHEDULING: "fifo" })).toThrow(/^INGRESS_THREAD_SCHEDULING: /);
+  });
+
   it("names the bad environment variable", () => {
     expect(() => loadConfig({ PORT: "eighty" })).toThrow(/^PORT: /);
     expect(() => loadConfig({ WORKER_CONCURRENCY: "0" })).toThrow(/WORKER_CONCURRENCY/);

@@ -13,7 +13,7 @@ import { inbound } from "../support/messages.js";
 import { transcriptProblems } from "../faults/transcript.js";
 import { MCP_SERVER_SCRIPT } from "../support/mcp-server.js";
 import { makeTempDir } from "../support/tmp.js";
-import { SCHED_IDLE, SCHED_OTHER, schedulingPolicyOf } from "../../src/main/thread-priority.js";
+import { SCHED_FIFO, SCHED_IDLE, SCHED_OTHER, schedulingPolicyOf } from "../../src/main/thread-priority.js";
 
 interface Health {
   workers: boolean;
@@ -204,6 +204,49 @@ describe("serve with its workers in a thread", () => {
       expect(lowered).toHaveLength(1);
     } finally {
       await niced.stop("SIGKILL");
+    }
+  }, 90_000);
+
+  // Root may set SCHED_FIFO (CAP_SYS_NICE); elsewhere the gateway says it could not, which the next test's log line shows.
+  it.runIf(process.platform === "linux" && process.getuid?.() === 0)(
+    "runs its HTTP thread under SCHED_FIFO with INGRESS_THREAD_SCHEDULING=realtime, and the threads it starts later under the normal policy",
+    async () => {
+      const realtime = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", INGRESS_THREAD_SCHEDULING: "realtime", WORKERS_THREAD_NICE: "19" }, 60_000);
+      try {
+        await threadLogLine(realtime);
+        expect(realtime.output()).toContain('"ingressScheduling":"realtime","msg":"HTTP thread under SCHED_FIFO"');
+        // The HTTP thread alone: every other thread of the process keeps the normal policy.
+        const fifo = (): number[] => readdirSync(`/proc/${realtime.pid}/task`).map(Number).filter((tid) => schedulingPolicyOf(realtime.pid, tid) === SCHED_FIFO);
+        expect(fifo()).toEqual([realtime.pid]);
+        const result = await db.gateway.ingress.accept(inbound("fifo-thread", "fifo hello"));
+        expect(result.status).toBe("accepted");
+        if (result.status !== "accepted") return;
+        await waitFor(async () => (await db.gateway.store.pendingInbox(result.sessionId, 1)).length === 0, 30_000, "the answer with the HTTP thread under SCHED_FIFO", 50);
+        // A workers thread started by the real-time HTTP thread (a restart) begins under the normal
+        // policy (reset-on-fork) and lowers itself by its nice steps as the first one did.
+        const before = new Set(readdirSync(`/proc/${realtime.pid}/task`).map(Number));
+        realtime.child.kill("SIGUSR2");
+        await waitFor(async () => (await health(realtime.url as string)).workers_thread?.restarts === 1, 30_000, "the thread restarted", 50);
+        const mainNice = getPriority(realtime.pid);
+        const restarted = (): number[] => readdirSync(`/proc/${realtime.pid}/task`).map(Number).filter((tid) => !before.has(tid) && getPriority(tid) === Math.min(19, mainNice + 19));
+        await waitFor(() => restarted().length === 1, 10_000, "the new workers thread, lowered", 20);
+        expect(schedulingPolicyOf(realtime.pid, restarted()[0])).toBe(SCHED_OTHER);
+        expect(fifo()).toEqual([realtime.pid]);
+      } finally {
+        await realtime.stop("SIGKILL");
+      }
+    },
+    90_000,
+  );
+
+  it("keeps its HTTP thread under the normal policy by default", async () => {
+    const normal = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", INGRESS_THREAD_SCHEDULING: "" }, 60_000);
+    try {
+      await threadLogLine(normal);
+      expect(normal.output()).not.toContain("ingressScheduling");
+      if (process.platform === "linux") expect(schedulingPolicyOf(normal.pid, normal.pid)).toBe(SCHED_OTHER);
+    } finally {
+      await normal.stop("SIGKILL");
     }
   }, 90_000);
 
