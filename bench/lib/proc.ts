@@ -1,6 +1,7 @@
 // Resident memory, CPU time and run-queue waits of other processes, from /proc (Linux).
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { schedulingPolicyOf } from "../../src/main/thread-priority.js";
 
 export interface MemoryReading {
   /** Current resident set, MiB. */
@@ -106,11 +107,6 @@ export function realtimeMainThread(pid: number): boolean {
 /** The scheduling policy of a process's main thread, by name ("SCHED_OTHER", "SCHED_FIFO"...), or "unknown". */
 export function mainThreadPolicy(pid: number): string {
   const names = ["SCHED_OTHER", "SCHED_FIFO", "SCHED_RR", "SCHED_BATCH", "SCHED_ISO", "SCHED_IDLE"];
-  try {
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces): the policy is field 41.
-    return names[Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[38])] ?? "unknown";
-  } catch {
-    return "unknown";
-  }
+  const policy = schedulingPolicyOf(pid, pid);
+  return policy === null ? "unknown" : (names[policy] ?? "unknown");
 }
