@@ -214,7 +214,8 @@ describe("serve with its workers in a thread", () => {
       const realtime = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", INGRESS_THREAD_SCHEDULING: "realtime", WORKERS_THREAD_NICE: "19" }, 60_000);
       try {
         await threadLogLine(realtime);
-        expect(realtime.output()).toContain('"ingressScheduling":"realtime","msg":"HTTP thread under SCHED_FIFO"');
+        // The logger writes asynchronously: the line may trail "listening", which follows the policy's change.
+        await waitFor(() => realtime.output().includes('"ingressScheduling":"realtime","msg":"HTTP thread under SCHED_FIFO"'), 10_000, "the HTTP thread's policy log line", 20);
         // The HTTP thread alone: every other thread of the process keeps the normal policy.
         const fifo = (): number[] => readdirSync(`/proc/${realtime.pid}/task`).map(Number).filter((tid) => schedulingPolicyOf(realtime.pid, tid) === SCHED_FIFO);
         expect(fifo()).toEqual([realtime.pid]);
