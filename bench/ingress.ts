@@ -157,11 +157,10 @@ const SERVE_ARGS: Record<Topology, string[]> = {
 
 /** `realtime`: the gateway's HTTP thread and the generator under SCHED_FIFO (INGRESS_THREAD_SCHEDULING=realtime). */
 async function measure(ctx: BenchContext, topology: Topology, seconds: number, ratePerS = RATE_PER_S, realtime = false): Promise<Run> {
-  const settings: Record<string, string> = realtime ? { INGRESS_THREAD_SCHEDULING: "realtime" } : {};
   const dir = join(ctx.workDir, `ingress-${topology}-${Math.round(ratePerS)}${realtime ? "-realtime" : ""}`);
   mkdirSync(dir, { recursive: true });
   const sink = await startCallbackSinkProcess();
-  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url), ...settings });
+  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url), ...(realtime ? { INGRESS_THREAD_SCHEDULING: "realtime" } : {}) });
   const processes: GatewayProcess[] = [];
   // Without workers no reply ever comes: do not wait for them.
   const replies = topology === "no-workers" ? null : sink;

@@ -1,7 +1,7 @@
 // Resident memory, CPU time and run-queue waits of other processes, from /proc (Linux).
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { schedulingPolicyOf } from "../../src/main/thread-priority.js";
+import { realtimeArgs, schedulingPolicyOf } from "../../src/main/thread-priority.js";
 
 export interface MemoryReading {
   /** Current resident set, MiB. */
@@ -97,7 +97,7 @@ export function readCoreWaitMs(pid: number): number {
  */
 export function realtimeMainThread(pid: number): boolean {
   try {
-    execFileSync("chrt", ["--fifo", "--reset-on-fork", "--pid", "1", String(pid)], { stdio: "ignore", timeout: 2_000 });
+    execFileSync("chrt", realtimeArgs(pid), { stdio: "ignore", timeout: 2_000 });
   } catch {
     return false;
   }

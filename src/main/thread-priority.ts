@@ -123,8 +123,12 @@ export const INGRESS_REALTIME_PRIORITY = 1;
 export function realtimeThisThread(): Promise<boolean> {
   const tid = kernelThreadId();
   if (tid === null) return Promise.resolve(false);
-  const args = ["--fifo", "--reset-on-fork", "--pid", String(INGRESS_REALTIME_PRIORITY), String(tid)];
   return new Promise((resolve) => {
-    execFile("chrt", args, { timeout: SET_POLICY_TIMEOUT_MS }, (err) => resolve(!err && schedulingPolicyOf(process.pid, tid) === SCHED_FIFO));
+    execFile("chrt", realtimeArgs(tid), { timeout: SET_POLICY_TIMEOUT_MS }, (err) => resolve(!err && schedulingPolicyOf(process.pid, tid) === SCHED_FIFO));
   });
+}
+
+/** chrt's arguments that put thread `tid` under SCHED_FIFO at the ingress priority, with reset-on-fork. */
+export function realtimeArgs(tid: number): string[] {
+  return ["--fifo", "--reset-on-fork", "--pid", String(INGRESS_REALTIME_PRIORITY), String(tid)];
 }
