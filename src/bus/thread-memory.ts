@@ -2,6 +2,11 @@
 // restarts: loaded from the sessions' routing keys at start-up, and each newly remembered thread
 // is announced to the other processes over Redis pub/sub. Lookups stay synchronous (a set in
 // memory), as the adapters need them. A single process without Redis uses InMemoryThreadMemory.
+//
+// The threads first remembered in one pass of the event loop go out as one message, a JSON array
+// of their keys: 200 conversations starting at once are one PUBLISH, and every listening thread
+// of every process handles one message instead of 200. A message that is not an array is one key
+// (as a process of an earlier version announces it).
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
@@ -55,6 +60,8 @@ export interface SharedThreadMemoryOptions {
 export class SharedThreadMemory implements ThreadMemory {
   private readonly memory: InMemoryThreadMemory;
   private readonly channel: PubSubChannel;
+  /** Remembered in this pass and not announced yet: sent together at its end. */
+  private unannounced: string[] = [];
 
   private constructor(private readonly options: SharedThreadMemoryOptions) {
     this.memory = new InMemoryThreadMemory(options.capacity ?? 100_000);
@@ -62,7 +69,9 @@ export class SharedThreadMemory implements ThreadMemory {
       redis: options.redis,
       subscriber: options.subscriber,
       name: options.channel,
-      onMessage: (threadKey) => this.memory.remember(threadKey),
+      onMessage: (message) => {
+        for (const threadKey of threadKeysIn(message)) this.memory.remember(threadKey);
+      },
     });
   }
 
@@ -87,12 +96,32 @@ export class SharedThreadMemory implements ThreadMemory {
     const known = this.memory.has(threadKey);
     this.memory.remember(threadKey);
     if (known) return;
-    this.channel.publish(threadKey).catch((err: Error) => {
-      this.options.logger?.warn({ err: err.message }, "thread memory: could not tell the other processes");
-    });
+    if (this.unannounced.push(threadKey) === 1) setImmediate(() => this.announce());
   }
 
   close(): Promise<void> {
+    this.announce();
     return this.channel.close();
   }
+
+  private announce(): void {
+    if (this.unannounced.length === 0) return;
+    const threadKeys = this.unannounced;
+    this.unannounced = [];
+    this.channel.publish(JSON.stringify(threadKeys)).catch((err: Error) => {
+      this.options.logger?.warn({ err: err.message }, "thread memory: could not tell the other processes");
+    });
+  }
+}
+
+/** The thread keys of an announcement: a JSON array of them, or (from an earlier version) one key. */
+export function threadKeysIn(message: string): string[] {
+  if (!message.startsWith("[")) return [message];
+  try {
+    const parsed: unknown = JSON.parse(message);
+    if (Array.isArray(parsed)) return parsed.filter((key): key is string => typeof key === "string");
+  } catch {
+    // Not an array after all: taken as one key below.
+  }
+  return [message];
 }

@@ -22,7 +22,7 @@ interface ParentState {
 }
 
 export class SessionSql {
-  private readonly insert: Statement<[Record<string, unknown>]>;
+  private readonly insert: Statement<[Record<string, unknown>], SessionRow>;
   private readonly selectOne: Statement<[string], SessionRow>;
   private readonly selectParent: Statement<[string], ParentLink>;
   private readonly selectEndReason: Statement<[string], ParentState>;
@@ -31,7 +31,7 @@ export class SessionSql {
   private readonly list: Statement<[number], SessionSummary>;
   private readonly selectLiveForKey: Statement<[string], SessionRow>;
   private readonly selectKeysWithPrefix: Statement<[string, string, number], { session_key: string }>;
-  private readonly selectCompressedForKey: Statement<[string], { id: string }>;
+  private readonly selectLiveOrCompressedForKey: Statement<[string], SessionRow>;
   private readonly exists: Statement<[string], { one: number }>;
   /**
    * Sessions whose stored row has no parent: their own conversation id for good, since a row's
@@ -44,7 +44,8 @@ export class SessionSql {
     this.insert = db.prepare(
       `INSERT INTO sessions (id, source, session_key, chat_id, thread_id, user_id, parent_session_id, started_at, title, model)
        VALUES (@id, @source, @session_key, @chat_id, @thread_id, @user_id, @parent_session_id, @started_at, @title, @model)
-       ON CONFLICT (id) DO NOTHING`,
+       ON CONFLICT (id) DO NOTHING
+       RETURNING *`,
     );
     this.selectOne = db.prepare("SELECT * FROM sessions WHERE id = ?");
     this.selectParent = db.prepare("SELECT parent_session_id FROM sessions WHERE id = ?");
@@ -70,16 +71,18 @@ export class SessionSql {
     this.selectLiveForKey = db.prepare(
       "SELECT * FROM sessions WHERE session_key = ? AND ended_at IS NULL ORDER BY started_at DESC, rowid DESC LIMIT 1",
     );
-    this.selectCompressedForKey = db.prepare(
-      `SELECT id FROM sessions WHERE session_key = ? AND end_reason = '${COMPRESSION_END_REASON}'
-        ORDER BY started_at DESC, rowid DESC LIMIT 1`,
+    // ensureForKey's one read: the newest open session of the key, else its newest compressed one.
+    this.selectLiveOrCompressedForKey = db.prepare(
+      `SELECT * FROM sessions WHERE session_key = ? AND (ended_at IS NULL OR end_reason = '${COMPRESSION_END_REASON}')
+        ORDER BY ended_at IS NULL DESC, started_at DESC, rowid DESC LIMIT 1`,
     );
     this.exists = db.prepare("SELECT 1 AS one FROM sessions WHERE id = ?");
   }
 
   /** Idempotent: a second create of an existing id returns the existing row unchanged. */
   create(id: string, input: CreateSessionInput, now: number): SessionRow {
-    this.insert.run({
+    // A new row comes back from the insert itself; only an existing id needs a read.
+    const inserted = this.insert.get({
       id,
       source: input.source,
       session_key: input.sessionKey ?? null,
@@ -91,7 +94,7 @@ export class SessionSql {
       title: input.title ?? null,
       model: input.model ?? null,
     });
-    const row = this.selectOne.get(id);
+    const row = inserted ?? this.selectOne.get(id);
     if (!row) throw new Error(`session ${id} vanished right after it was created`);
     return row;
   }
@@ -108,22 +111,22 @@ export class SessionSql {
     this.end.run(now, reason, id);
   }
 
-  /**
-   * The live session of a routing key: an open session with that key, else the open tip of a
-   * compressed one, else a new session named `newId`. Run it inside a write transaction so two
-   * first messages racing on one key get one session.
-   */
   /** The live session of a key, without writing (null: ensureForKey must create one). */
   liveForKey(sessionKey: string): SessionRow | null {
     return this.selectLiveForKey.get(sessionKey) ?? null;
   }
 
+  /**
+   * The live session of a routing key: an open session with that key, else the open tip of a
+   * compressed one, else a new session named `newId`. Run it inside a write transaction so two
+   * first messages racing on one key get one session.
+   */
   ensureForKey(sessionKey: string, newId: string, input: CreateSessionInput, now: number): SessionRow {
-    const live = this.selectLiveForKey.get(sessionKey);
-    if (live) return live;
-    const compressed = this.selectCompressedForKey.get(sessionKey)?.id;
-    if (compressed) {
-      const tip = this.get(this.tipOf(compressed));
+    // One read, then (for a new conversation, every burst's case) one insert that returns its row.
+    const found = this.selectLiveOrCompressedForKey.get(sessionKey);
+    if (found && found.ended_at === null) return found;
+    if (found) {
+      const tip = this.get(this.tipOf(found.id));
       if (tip && tip.ended_at === null) return tip;
     }
     return this.create(newId, { ...input, sessionKey }, now);

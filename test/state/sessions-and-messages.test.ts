@@ -167,6 +167,19 @@ describe.each(storeBackends)("sessions and messages on $name", (backend) => {
       await db.createSession("tip", { source: "t", parentSessionId: "root" });
       expect((await db.ensureSessionForKey("k", "other", { source: "t" })).id).toBe("tip");
     });
+
+    it("ensureSessionForKey starts anew once a compressed session's tip has ended, and then prefers the open session", async () => {
+      const db = await store.open();
+      await db.ensureSessionForKey("k", "root", { source: "t" });
+      await db.endSession("root", "compression");
+      await db.createSession("tip", { source: "t", parentSessionId: "root" });
+      await db.endSession("tip", "reset");
+      const fresh = await db.ensureSessionForKey("k", "fresh", { source: "t" });
+      expect([fresh.id, fresh.session_key, fresh.ended_at]).toEqual(["fresh", "k", null]);
+      // The open session wins over the older compressed one, whose tip has ended.
+      expect((await db.ensureSessionForKey("k", "other", { source: "t" })).id).toBe("fresh");
+      expect(await db.getSession("other")).toBeNull();
+    });
   });
 
   describe("compression lineage", () => {
