@@ -9,7 +9,7 @@ import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
 import type { TurnOutcome } from "../gateway/types.js";
 import { announceQueued } from "../gateway/queued-notices.js";
 import { startGateway } from "./server.js";
-import { setHoldingPriority } from "../state/write-gate.js";
+import { setGivesWay, setHoldingPriority } from "../state/write-gate.js";
 import { gateHoldPriority, idleThisThread, lowerThisThreadPriority, thisThreadNice } from "./thread-priority.js";
 import { MCP_STATUS_INTERVAL_MS, type FromWorkersThread, type ToWorkersThread, type WorkersThreadData } from "./workers-thread-protocol.js";
 
@@ -29,6 +29,8 @@ const idle = config.workersThreadScheduling === "idle" && idleThisThread();
 // kernel lets it (the HTTP thread's inserts wait for the holder: write-gate.ts).
 const gateHold = !idle && normalNice !== null && loweredNice !== null ? gateHoldPriority(normalNice, loweredNice) : null;
 setHoldingPriority(gateHold);
+// Its writes never ask for the gate to be handed to them: the HTTP thread's inserts do (write-gate.ts).
+setGivesWay(true);
 const scheduling = idle ? "idle" : `nice +${config.workersThreadNice}${gateHold ? ", normal while it writes" : ""}`;
 const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });
 if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && process.platform === "linux") {

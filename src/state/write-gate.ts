@@ -11,17 +11,24 @@
 // (the turns' thread) can end its transaction early and let a waiter in (write-batches.ts): the
 // HTTP thread's insert waits for one write of a pass, not the whole pass, and not for a low
 // priority holder that lost its core halfway through a long batch.
+//
+// A waiter woken by a release takes the gate only once its event loop runs the wait's
+// continuation; in a flood of requests that is after the pass that reads them, and a thread
+// writing back to back has taken the gate again by then, release after release, until the
+// take-over time. So a waiter that does not give way (the HTTP thread) and lost that race leaves
+// its mark as the gate's next holder, and the next release hands the gate straight to it.
 import { getEnvironmentData, setEnvironmentData, threadId } from "node:worker_threads";
 
 const KEY_PREFIX = "switchboard.sqlite-write-gate:";
 /** Past this, the holder is taken for gone (a terminated thread cannot release) and the gate is taken over. */
 export const DEFAULT_STEAL_AFTER_MS = 1_000;
 const FREE = 0;
-/** The cell's slots: who holds the gate, how many wait for it, how many got in after waiting. */
+/** The cell's slots: who holds the gate, how many wait for it, how many got in after waiting, who gets it next. */
 const HOLDER = 0;
 const WAITING = 1;
 const ENTERED = 2;
-const CELLS = 3;
+const NEXT = 3;
+const CELLS = 4;
 /** A batch that gave way waits at most this long for the waiters to have been in. */
 const GIVE_WAY_MAX_MS = 5;
 /**
@@ -50,6 +57,10 @@ export interface HoldingPriority {
 }
 
 let holdingPriority: HoldingPriority | null = null;
+/** This thread lets others have the gate first (it never asks for a hand-over): serve's workers thread. */
+let givesWay = false;
+/** Work running under a gate in this thread (a gate found held by this thread outside it was handed over). */
+let holdingDepth = 0;
 
 /**
  * A low-priority thread (serve's workers thread) runs at the normal priority while it holds a
@@ -59,6 +70,11 @@ let holdingPriority: HoldingPriority | null = null;
  */
 export function setHoldingPriority(priority: HoldingPriority | null): void {
   holdingPriority = priority;
+}
+
+/** This thread does not ask for the gate to be handed to it (it is the one that gives way). */
+export function setGivesWay(value: boolean): void {
+  givesWay = value;
 }
 
 /** How often this thread found a write gate held since it started, and how long it waited (for /metrics). */
@@ -128,9 +144,11 @@ export class WriteGate {
   hold<T>(work: () => T): T {
     const taken = this.take();
     if (taken) holdingPriority?.raise();
+    holdingDepth += 1;
     try {
       return work();
     } finally {
+      holdingDepth -= 1;
       if (taken) this.release();
     }
   }
@@ -143,11 +161,20 @@ export class WriteGate {
     let started = 0;
     for (;;) {
       const holder = Atomics.compareExchange(this.cell, HOLDER, FREE, this.me);
-      if (holder === FREE || holder === this.me || !waitAsync) {
+      // Held by this thread outside any work of its own: a release handed it over.
+      const handedOver = holder === this.me && holdingDepth === 0;
+      if (holder === FREE || handedOver) {
         if (started !== 0) this.waited(started);
-        return holder === FREE ? this.runAndRelease(work) : this.hold(work);
+        return this.runAndRelease(work);
       }
+      if (holder === this.me || !waitAsync) {
+        if (started !== 0) this.waited(started);
+        return this.hold(work);
+      }
+      // Woken by a release and still not in (another thread took the gate first, while this
+      // thread's event loop was busy): be handed the gate at the next release.
       if (started === 0) started = this.startWaiting();
+      else if (!givesWay) Atomics.compareExchange(this.cell, NEXT, FREE, this.me);
       const left = this.stealAfterMs - (performance.now() - started);
       const waiting = left > 0 ? waitAsync(this.cell, HOLDER, holder, left) : null;
       const outcome = waiting === null ? "timed-out" : waiting.async ? await waiting.value : waiting.value;
@@ -160,10 +187,14 @@ export class WriteGate {
   }
 
   private runAndRelease<T>(work: () => T): T {
+    // Taken: a mark of this thread as the next holder is spent.
+    Atomics.compareExchange(this.cell, NEXT, this.me, FREE);
     holdingPriority?.raise();
+    holdingDepth += 1;
     try {
       return work();
     } finally {
+      holdingDepth -= 1;
       this.release();
     }
   }
@@ -174,7 +205,12 @@ export class WriteGate {
     for (;;) {
       const holder = Atomics.compareExchange(this.cell, HOLDER, FREE, this.me);
       if (holder === FREE) break;
-      if (holder === this.me) return false;
+      if (holder === this.me) {
+        if (holdingDepth > 0) return false;
+        // Handed over for a write of this thread still waiting asynchronously: this one goes first.
+        Atomics.compareExchange(this.cell, NEXT, this.me, FREE);
+        break;
+      }
       if (started === 0) started = this.startWaiting();
       const left = this.stealAfterMs - (performance.now() - started);
       // Sleeps until the holder's release() notifies, or the cell changes under it.
@@ -201,8 +237,13 @@ export class WriteGate {
 
   private release(): void {
     holdingPriority?.lower();
-    // Only our own mark is cleared: a gate taken over from us stays with its new holder.
+    // Straight to the thread waiting to be next, when there is one; else free for whoever comes.
+    // Only our own mark is replaced: a gate taken over from us stays with its new holder.
+    const next = Atomics.load(this.cell, NEXT);
+    const to = next !== FREE && next !== this.me ? next : FREE;
+    if (Atomics.compareExchange(this.cell, HOLDER, this.me, to) !== this.me) return;
+    if (to !== FREE) Atomics.compareExchange(this.cell, NEXT, to, FREE);
     // Every waiter: several writes of one thread may be waiting asynchronously.
-    if (Atomics.compareExchange(this.cell, HOLDER, this.me, FREE) === this.me) Atomics.notify(this.cell, HOLDER);
+    Atomics.notify(this.cell, HOLDER);
   }
 }

@@ -139,6 +139,58 @@ describe("WriteGate", () => {
     expect(wentOn).toBe(true);
   });
 
+  it("hands the gate at its release straight to the thread waiting to be next", async () => {
+    const fileKey = randomUUID();
+    const gate = WriteGate.forFile(fileKey);
+    const cell = new Int32Array(getEnvironmentData(`switchboard.sqlite-write-gate:${fileKey}`) as SharedArrayBuffer);
+    let waiter = 0;
+    gate.hold(() => {
+      // Another thread waits to be next while this one holds the gate (as an HTTP thread's insert marks itself).
+      waiter = 4242;
+      Atomics.store(cell, 3, waiter);
+    });
+    // Released: already the waiter's, before it could even try to take it; its mark is spent.
+    expect(Atomics.load(cell, 0)).toBe(waiter);
+    expect(Atomics.load(cell, 3)).toBe(0);
+    Atomics.store(cell, 0, 0);
+    // With nobody waiting to be next, a release leaves the gate free.
+    gate.hold(() => undefined);
+    expect(Atomics.load(cell, 0)).toBe(0);
+  });
+
+  it("gets a waiter whose event loop is busy in after one of the other thread's writes, not after the take-over time", async () => {
+    const fileKey = randomUUID();
+    const gate = WriteGate.forFile(fileKey, 2_000);
+    const stop = new SharedArrayBuffer(4);
+    // The fixture is TypeScript: the thread registers tsx's loader before importing it.
+    const script = `import("tsx/esm/api").then(({ register }) => { register(); return import(${JSON.stringify(new URL("./fixtures/gate-writer.ts", import.meta.url).href)}); })`;
+    const writer = new Worker(script, { eval: true, workerData: { fileKey, stop } });
+    workers.push(writer);
+    const messages: Array<{ type: string; holds?: number }> = [];
+    writer.on("message", (m: { type: string; holds?: number }) => messages.push(m));
+    await new Promise<void>((resolve, reject) => {
+      writer.once("message", () => resolve());
+      writer.once("error", reject);
+    });
+    // Three times (a waiter can be lucky and find the gate free between two writes): this thread's
+    // event loop stays busy 20 ms (a pass reading a flood of requests) before its wait's
+    // continuation can run, while the other thread writes back to back. Taking the gate at a
+    // release it was woken by, it lost that race nearly every time and waited for the take-over.
+    const waitedMs: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const started = performance.now();
+      const entered = gate.holdAsync(() => performance.now());
+      const end = performance.now() + 20;
+      while (performance.now() < end);
+      waitedMs.push((await entered) - started);
+    }
+    Atomics.store(new Int32Array(stop), 0, 1);
+    await new Promise<void>((resolve) => writer.once("exit", () => resolve()));
+    expect(Math.max(...waitedMs)).toBeLessThan(300);
+    // The other thread went on writing in between.
+    expect(messages.at(-1)?.holds).toBeGreaterThan(0);
+  });
+
   it("stops giving way for a while to a waiting count nobody answers (a thread that ended while it waited)", async () => {
     const fileKey = randomUUID();
     const gate = WriteGate.forFile(fileKey);
