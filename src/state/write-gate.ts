@@ -15,8 +15,10 @@
 // A waiter woken by a release takes the gate only once its event loop runs the wait's
 // continuation; in a flood of requests that is after the pass that reads them, and a thread
 // writing back to back has taken the gate again by then, release after release, until the
-// take-over time. So a waiter that does not give way (the HTTP thread) and lost that race leaves
-// its mark as the gate's next holder, and the next release hands the gate straight to it.
+// take-over time. So a waiter that does not give way (the HTTP thread), still out after a few
+// milliseconds of lost races, leaves its mark as the gate's next holder, and the next release
+// hands the gate straight to it. Not sooner: a gate handed to a thread that is waiting for a core
+// stays idle until it runs, and the turns' writes wait with it.
 import { getEnvironmentData, setEnvironmentData, threadId } from "node:worker_threads";
 
 const KEY_PREFIX = "switchboard.sqlite-write-gate:";
@@ -29,6 +31,8 @@ const WAITING = 1;
 const ENTERED = 2;
 const NEXT = 3;
 const CELLS = 4;
+/** A waiter that has lost the race for the gate this long asks to be handed it (see above). */
+const HAND_OVER_AFTER_MS = 5;
 /** A batch that gave way waits at most this long for the waiters to have been in. */
 const GIVE_WAY_MAX_MS = 5;
 /**
@@ -171,10 +175,10 @@ export class WriteGate {
         if (started !== 0) this.waited(started);
         return this.hold(work);
       }
-      // Woken by a release and still not in (another thread took the gate first, while this
-      // thread's event loop was busy): be handed the gate at the next release.
+      // Woken by releases and still not in (another thread took the gate first each time, while
+      // this thread's event loop was busy): be handed the gate at the next release.
       if (started === 0) started = this.startWaiting();
-      else if (!givesWay) Atomics.compareExchange(this.cell, NEXT, FREE, this.me);
+      else if (!givesWay && performance.now() - started >= HAND_OVER_AFTER_MS) Atomics.compareExchange(this.cell, NEXT, FREE, this.me);
       const left = this.stealAfterMs - (performance.now() - started);
       const waiting = left > 0 ? waitAsync(this.cell, HOLDER, holder, left) : null;
       const outcome = waiting === null ? "timed-out" : waiting.async ? await waiting.value : waiting.value;
