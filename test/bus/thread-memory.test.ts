@@ -62,7 +62,7 @@ describe("SharedThreadMemory", () => {
     const first = await processMemory(channel, openStore());
     const second = await processMemory(channel, openStore());
 
-    // Remembered in one pass, one of them twice; and one the first process knew already by then.
+    // Remembered in one pass, one of them twice.
     for (const key of ["T1:C1:1.1", "T1:C1:2.2", "T1:C1:1.1", "T1:C2:3.3"]) first.remember(key);
     await waitFor(() => heard.length > 0, 3000, "the announcement", 10);
     await waitFor(() => ["T1:C1:1.1", "T1:C1:2.2", "T1:C2:3.3"].every((key) => second.has(key)), 3000, "the second process to hear every thread", 10);
