@@ -3,8 +3,9 @@
 // never waits for a core behind a turn or another process, and at 60% of the gateway's maximum rate
 // on two cores the ack's p99 fell from 14.6 to 5.7 ms. The default stays the normal policy: a thread
 // that runs the moment anything arrives handles each arrival alone, where one that waits for a core
-// gathers several into one pass, and at the gateway's maximum that cost about a fifth of the
-// messages a second (bench/README.md, "The HTTP thread under SCHED_FIFO").
+// gathers several into one pass (its ingress wrote 3 messages per commit instead of 11.6), and at
+// the gateway's maximum that cost 5-20% of the messages a second, by the machine (bench/README.md,
+// "The HTTP thread under SCHED_FIFO" and "A burst's first wave").
 import { availableParallelism } from "node:os";
 import type { Logger } from "pino";
 import type { IngressThreadScheduling } from "./config.js";
