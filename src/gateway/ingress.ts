@@ -134,17 +134,20 @@ export class Ingress implements GatewayIngress {
   }
 
   /**
-   * Hand new rows' wake-ups to this process's workers, which announce them; else announce them
-   * here and add their jobs once the notices are out (a worker elsewhere may start at once).
+   * Hand new rows' wake-ups to this process's workers, which announce them and take those they
+   * have free slots for; the rest (all, without such workers) get BullMQ jobs once their notices
+   * are out (a worker elsewhere may start at once).
    */
   private async wakeUp(rows: readonly InboxRow[]): Promise<boolean> {
     const notices = rows.map(queuedNoticeOf);
     const wakeUps = rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id, platform: row.platform }));
-    if (this.wakeUps?.offer(wakeUps, notices)) return true;
-    const announced = announceQueued(this.deps.events, notices);
+    const spilled = this.wakeUps?.offer(wakeUps, notices) ?? null;
+    if (spilled && spilled.rest.length === 0) return true;
+    const rest = spilled ? rowsOf(rows, spilled.rest) : rows;
+    const announced = spilled ? spilled.announced : announceQueued(this.deps.events, notices);
     // With Redis unreachable the jobs fail fast and the ack does not wait for the notices either.
     if (this.deps.queues.connection.status === "ready") await withTimeout(announced, ENQUEUE_TIMEOUT_MS, "message.queued").catch(() => undefined);
-    return this.enqueueRows(rows);
+    return this.enqueueRows(rest);
   }
 
   /** Add the wake-up job; false (row stays pending for the reconciler) when Redis is unavailable. */
@@ -173,9 +176,9 @@ export class Ingress implements GatewayIngress {
   }
 
   /** Add wake-up jobs for many rows in one round trip (job ids dedupe); throws when Redis is down. */
-  async enqueueMany(rows: Array<{ conversationId: string; inboxId: number }>): Promise<void> {
+  async enqueueMany(rows: ReadonlyArray<{ conversationId: string; inboxId: number; platform?: string }>): Promise<void> {
     if (rows.length === 0) return;
-    const jobs = rows.map(({ conversationId, inboxId }) => ({ name: "turn", data: { conversationId, inboxId }, opts: { jobId: turnJobId(inboxId) } }));
+    const jobs = rows.map(({ conversationId, inboxId, platform }) => ({ name: "turn", data: turnJobData(conversationId, inboxId, platform), opts: { jobId: turnJobId(inboxId) } }));
     await withTimeout(this.deps.queues.turns.addBulk(jobs), ENQUEUE_TIMEOUT_MS * 4, "enqueue batch");
   }
 
@@ -433,4 +436,10 @@ function outcomeOf(row: { id: number; session_id: string; status: string; reply:
 /** A new row's wake-up job: its platform too, so the turn needs no read before it takes the lease. */
 function jobDataOf(row: Pick<InboxRow, "id" | "session_id"> & { platform?: string }): TurnJobData {
   return turnJobData(row.session_id, row.id, row.platform);
+}
+
+/** The rows of the given wake-ups, in the wake-ups' order. */
+function rowsOf(rows: readonly InboxRow[], wakeUps: ReadonlyArray<{ inboxId: number }>): InboxRow[] {
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return wakeUps.flatMap((wakeUp) => byId.get(wakeUp.inboxId) ?? []);
 }

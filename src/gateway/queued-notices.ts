@@ -44,15 +44,15 @@ export class QueuedAnnouncer {
 
   constructor(private readonly events: EventPublisher) {}
 
-  /** Publish the notices this announcer has not published yet, in order. */
-  announce(notices: readonly QueuedNotice[]): void {
+  /** Publish the notices this announcer has not published yet, in order; settles once they are out (or failed). */
+  announce(notices: readonly QueuedNotice[]): Promise<void> {
     const fresh = notices.filter((notice) => this.remember(notice.data.inbox_id));
-    if (fresh.length > 0) void announceQueued(this.events, fresh);
+    return fresh.length > 0 ? announceQueued(this.events, fresh) : Promise.resolve();
   }
 
   /** Rows a turn takes as its input: its own rows not announced yet are announced now, before the turn's events. */
   taking(rows: readonly InboxRow[]): void {
-    this.announce(rows.filter((row) => row.payload[ANNOUNCER_FIELD] === this.id).map(queuedNoticeOf));
+    void this.announce(rows.filter((row) => row.payload[ANNOUNCER_FIELD] === this.id).map(queuedNoticeOf));
   }
 
   private remember(inboxId: number): boolean {

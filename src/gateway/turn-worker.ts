@@ -40,8 +40,8 @@ export interface TurnWorkerDeps {
   dispatchDeliveries: (deliveries: readonly DeliveryToSend[]) => Promise<void>;
   /**
    * Add a fresh wake-up job for a conversation's head, under a job id of its own (never one that
-   * may still be active: that add would be a no-op); false when Redis refused it. Used when wake-ups
-   * come from BullMQ only; with in-process wake-ups a turn hands on in memory.
+   * may still be active: that add would be a no-op); false when Redis refused it. With in-process
+   * wake-ups a turn hands on in memory while a slot is free, and through this otherwise.
    */
   wakeAgain: (conversationId: string, inboxId: number, platform: string) => Promise<boolean>;
   /**
@@ -112,11 +112,14 @@ export class TurnWorkers {
   private readonly local: LocalWakeUps | null;
   /** Announces the rows of the in-process wake-ups (queued-notices.ts); null without them. */
   private readonly announcer: QueuedAnnouncer | null;
+  private stopping = false;
 
   constructor(private readonly deps: TurnWorkerDeps) {
     this.tools = deps.tools ?? new ToolCatalog(null, deps.logger);
     const inProcess = deps.inProcess;
-    this.local = inProcess ? new LocalWakeUps(deps.config.workerConcurrency, (wakeUp) => this.wake(wakeUp), inProcess.retryLater) : null;
+    this.local = inProcess
+      ? new LocalWakeUps(deps.config.workerConcurrency, (wakeUp) => this.wake(wakeUp), inProcess.retryLater, (full) => this.takeJobs(!full))
+      : null;
     this.announcer = inProcess ? new QueuedAnnouncer(deps.events) : null;
   }
 
@@ -130,11 +133,26 @@ export class TurnWorkers {
     return {
       announcer: announcer.id,
       offer: (wakeUps, notices) => {
-        if (!local.accepting) return false;
-        announcer.announce(notices);
-        return local.offer(wakeUps);
+        if (!local.accepting) return null;
+        const rest = local.offer(wakeUps);
+        const spilled = new Set(rest.map((wakeUp) => wakeUp.inboxId));
+        // Taken ones: out before their turn's events, on the same bus. Spilled ones: out before
+        // their job is added, since a worker elsewhere may start at once.
+        void announcer.announce(notices.filter((notice) => !spilled.has(notice.data.inbox_id)));
+        return { rest, announced: announcer.announce(notices.filter((notice) => spilled.has(notice.data.inbox_id))) };
       },
     };
+  }
+
+  /**
+   * With in-process wake-ups: take BullMQ jobs only while a slot is free. A job taken with every
+   * slot busy would wait here while another process's free slot could run it.
+   */
+  private takeJobs(take: boolean): void {
+    const worker = this.worker;
+    if (!worker || this.stopping) return;
+    if (take) void worker.resume();
+    else void worker.pause(true);
   }
 
   start(): void {
@@ -184,6 +202,7 @@ export class TurnWorkers {
   async stop(graceMs: number): Promise<void> {
     if (!this.worker) return;
     const worker = this.worker;
+    this.stopping = true;
     const closing = Promise.all([
       // Its active jobs are interrupted at graceMs like every turn; past that plus a margin it is given up.
       closeWorker(worker, graceMs + WORKER_CLOSE_MARGIN_MS).then((closed) => {
@@ -250,7 +269,8 @@ export class TurnWorkers {
 
   /** Hand the conversation's next row on to a later wake-up; false when that could not be arranged. */
   private handOn(conversationId: string, row: Pick<InboxRow, "id" | "platform">): Promise<boolean> {
-    if (this.local) return Promise.resolve(this.local.handOn({ conversationId, inboxId: row.id, platform: row.platform }));
+    // In memory while a slot is free; else through BullMQ, behind what already waits there.
+    if (this.local?.handOn({ conversationId, inboxId: row.id, platform: row.platform })) return Promise.resolve(true);
     return this.deps.wakeAgain(conversationId, row.id, row.platform);
   }
 

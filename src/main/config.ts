@@ -45,8 +45,8 @@ const ingressThreadScheduling = z.enum(INGRESS_THREAD_SCHEDULINGS);
 
 /**
  * How `serve` wakes a turn for a message it accepted: `local` hands the wake-up to its own workers
- * in memory (BullMQ only for retries, recovery and other processes), `queue` adds a BullMQ job for
- * every message (turns spread over every worker process).
+ * in memory while one of their slots is free, else adds a BullMQ job that any worker process takes;
+ * `queue` adds a BullMQ job for every message.
  */
 export const TURN_WAKE_UPS = ["local", "queue"] as const;
 export type TurnWakeUps = (typeof TURN_WAKE_UPS)[number];

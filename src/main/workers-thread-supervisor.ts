@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
 import { recoveryJobId, withTimeout, type GatewayQueues } from "../gateway/queues.js";
 import type { McpServerStatus } from "../gateway/mcp/index.js";
-import type { WakeUp, WakeUpSink } from "../gateway/local-wake-ups.js";
+import type { Spilled, WakeUp, WakeUpSink } from "../gateway/local-wake-ups.js";
 import type { QueuedNotice } from "../gateway/queued-notices.js";
 import type { TurnOutcome } from "../gateway/types.js";
 import type { FromWorkersThread, ToWorkersThread, WorkersThreadData, WorkersThreadStatus } from "./workers-thread-protocol.js";
@@ -73,21 +73,23 @@ export class WorkersThreadSupervisor implements WakeUpSink {
     return this.spawn(false);
   }
 
-  /**
-   * Hand the main thread's new rows' wake-ups to the running thread; false while none runs (ingress
-   * then adds jobs). One posted just before the thread dies is lost with it: the rows are durable,
-   * and the next thread's reconciler enqueues every pending row at its start.
-   */
   /** The running thread's announcer (queued-notices.ts), as its ready message named it. */
   get announcer(): string | null {
     return this.running && !this.stopping ? this.threadAnnouncer : null;
   }
 
-  offer(wakeUps: readonly WakeUp[], notices: readonly QueuedNotice[]): boolean {
+  /**
+   * Hand the main thread's new rows' wake-ups to the running thread, which takes those it has free
+   * slots for and adds jobs for the rest; null while none runs (ingress then adds jobs). One posted
+   * just before the thread dies is lost with it: the rows are durable, and the next thread's
+   * reconciler enqueues every pending row at its start.
+   */
+  offer(wakeUps: readonly WakeUp[], notices: readonly QueuedNotice[]): Spilled | null {
     const worker = this.worker;
-    if (!worker || !this.running || this.stopping) return false;
+    if (!worker || !this.running || this.stopping) return null;
+    // The thread takes those it has free slots for and adds jobs for the rest itself.
     worker.postMessage({ type: "wake", wakeUps: [...wakeUps], notices: [...notices] } satisfies ToWorkersThread);
-    return true;
+    return { rest: [], announced: Promise.resolve() };
   }
 
   mcpStatus(): Record<string, McpServerStatus> {

@@ -56,9 +56,13 @@ const gateway = await startGateway(config, {
 });
 port.on("message", (message: ToWorkersThread) => {
   if (message.type === "wake") {
-    // Closing: the queue takes them instead (or, with Redis down, the reconciler finds the rows).
-    if (!gateway.wakeUps?.offer(message.wakeUps, message.notices)) {
-      void announceQueued(gateway.events, message.notices).then(() => gateway.ingress.enqueueMany(message.wakeUps)).catch(() => undefined);
+    // Those without a free slot (all, while closing) go to the queue, which every worker process
+    // takes from (with Redis down, the reconciler finds the rows).
+    const spilled = gateway.wakeUps?.offer(message.wakeUps, message.notices) ?? null;
+    const rest = spilled ? spilled.rest : message.wakeUps;
+    if (rest.length > 0) {
+      const announced = spilled ? spilled.announced : announceQueued(gateway.events, message.notices);
+      void announced.then(() => gateway.ingress.enqueueMany(rest)).catch(() => undefined);
     }
     return;
   }

@@ -1,6 +1,7 @@
-// In-process wake-ups: one set of slots for in-memory and BullMQ wake-ups, first come first
-// served; a hand-on adds nothing while the row's own wake-up is still to start; a failed wake-up
-// goes to the retry path; closing drops what has not started and waits for what has.
+// In-process wake-ups: one set of slots for in-memory and BullMQ wake-ups; only as many in-memory
+// wake-ups as there are free slots (the rest come back for BullMQ), and a hand-on likewise; the
+// owner hears when every slot is taken and when one is free; a failed wake-up goes to the retry
+// path; closing takes no more and waits for what runs.
 import { describe, expect, it } from "vitest";
 import { LocalWakeUps, type WakeUp } from "../../src/gateway/local-wake-ups.js";
 
@@ -29,46 +30,77 @@ const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 const w = (inboxId: number, conversationId = `c${inboxId}`): WakeUp => ({ conversationId, inboxId });
 
 describe("in-process wake-ups", () => {
-  it("runs at most `concurrency` at once, in the order offered, BullMQ's wake-ups in the same line", async () => {
+  it("takes only as many wake-ups as it has free slots, and gives the rest back in order", async () => {
     const runs = controlledRuns();
     const local = new LocalWakeUps(2, runs.run, () => undefined);
-    expect(local.offer([w(1), w(2), w(3)])).toBe(true);
-    const fromQueue = local.withSlot(async () => "job done");
-    local.offer([w(4)]);
+    expect(local.offer([w(1), w(2), w(3)])).toEqual([w(3)]);
     await tick();
     expect(runs.started).toEqual([1, 2]);
-    expect(local.waitingCount()).toBe(3);
+    expect(local.freeSlots()).toBe(0);
+    expect(local.offer([w(4)])).toEqual([w(4)]);
     runs.finish(2);
     await tick();
-    expect(runs.started).toEqual([1, 2, 3]);
-    runs.finish(1);
-    // The BullMQ wake-up took the freed slot before the later in-memory one.
-    expect(await fromQueue).toBe("job done");
+    expect(local.freeSlots()).toBe(1);
+    expect(local.offer([w(5), w(6)])).toEqual([w(6)]);
     await tick();
-    expect(runs.started).toEqual([1, 2, 3, 4]);
+    expect(runs.started).toEqual([1, 2, 5]);
   });
 
-  it("hands on only when the row's own wake-up has already started", async () => {
+  it("runs BullMQ's wake-ups in the same slots, first come first served, and counts them as taken", async () => {
     const runs = controlledRuns();
     const local = new LocalWakeUps(1, runs.run, () => undefined);
-    local.offer([w(1, "a"), w(2, "a")]);
+    local.offer([w(1)]);
+    const fromQueue = local.withSlot(async () => "job done");
     await tick();
-    expect(runs.started).toEqual([1]);
-    // Row 2's wake-up waits in line: handing on to it adds nothing.
-    expect(local.handOn(w(2, "a"))).toBe(true);
     expect(local.waitingCount()).toBe(1);
+    // The job waiting for the slot has it promised: no room for another in-memory wake-up.
+    expect(local.offer([w(2)])).toEqual([w(2)]);
+    runs.finish(1);
+    expect(await fromQueue).toBe("job done");
+    await tick();
+    expect(local.freeSlots()).toBe(1);
+  });
+
+  it("tells its owner when every slot is taken and when one is free again", async () => {
+    const runs = controlledRuns();
+    const changes: boolean[] = [];
+    const local = new LocalWakeUps(2, runs.run, () => undefined, (full) => changes.push(full));
+    local.offer([w(1)]);
+    expect(changes).toEqual([]);
+    local.offer([w(2)]);
+    expect(changes).toEqual([true]);
+    await tick();
     runs.finish(1);
     await tick();
-    expect(runs.started).toEqual([1, 2]);
-    // Now it has started: a hand-on to row 2 queues a fresh wake-up.
+    expect(changes).toEqual([true, false]);
+    const job = local.withSlot(async () => undefined);
+    expect(changes).toEqual([true, false, true]);
+    await job;
+    await tick();
+    expect(changes).toEqual([true, false, true, false]);
+  });
+
+  it("hands on in memory only while a slot is free", async () => {
+    const runs = controlledRuns();
+    const local = new LocalWakeUps(2, runs.run, () => undefined);
+    local.offer([w(1, "a")]);
+    // Row 1's turn (holding one slot) hands on to row 2: the free slot takes it at once.
     expect(local.handOn(w(2, "a"))).toBe(true);
-    expect(local.waitingCount()).toBe(1);
+    await tick();
+    expect(runs.started).toEqual([1, 2]);
+    // Both slots busy: the hand-on goes back to the caller (it goes through BullMQ).
+    expect(local.handOn(w(3, "b"))).toBe(false);
+    runs.finish(2);
+    await tick();
+    expect(local.handOn(w(3, "b"))).toBe(true);
+    await tick();
+    expect(runs.started).toEqual([1, 2, 3]);
   });
 
   it("gives a wake-up that failed to the retry path, and keeps going", async () => {
     const runs = controlledRuns();
     const retried: Array<{ wakeUp: WakeUp; err: string }> = [];
-    const local = new LocalWakeUps(1, runs.run, (wakeUp, err) => retried.push({ wakeUp, err: err.message }));
+    const local = new LocalWakeUps(2, runs.run, (wakeUp, err) => retried.push({ wakeUp, err: err.message }));
     local.offer([w(1), w(2)]);
     await tick();
     runs.finish(1, new Error("lease timeout"));
@@ -77,9 +109,9 @@ describe("in-process wake-ups", () => {
     expect(runs.started).toEqual([1, 2]);
   });
 
-  it("on close takes no more, drops what has not started, and waits for what runs (a BullMQ wake-up in line still runs)", async () => {
+  it("on close takes no more and waits for what runs (a BullMQ wake-up in line still runs)", async () => {
     const runs = controlledRuns();
-    const local = new LocalWakeUps(1, runs.run, () => undefined);
+    const local = new LocalWakeUps(2, runs.run, () => undefined);
     local.offer([w(1), w(2)]);
     let jobRan = false;
     const job = local.withSlot(async () => {
@@ -88,15 +120,16 @@ describe("in-process wake-ups", () => {
     await tick();
     let closed = false;
     const closing = local.close().then(() => (closed = true));
-    expect(local.offer([w(3)])).toBe(false);
+    runs.finish(1);
+    expect(local.offer([w(3)])).toEqual([w(3)]);
     expect(local.handOn(w(4))).toBe(false);
+    await job;
+    expect(jobRan).toBe(true);
     await tick();
     expect(closed).toBe(false);
-    runs.finish(1);
-    await job;
+    runs.finish(2);
     await closing;
-    expect(jobRan).toBe(true);
     expect(closed).toBe(true);
-    expect(runs.started).toEqual([1]);
+    expect(runs.started).toEqual([1, 2]);
   });
 });

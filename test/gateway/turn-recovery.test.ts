@@ -113,7 +113,7 @@ describe("turn recovery", () => {
   it("wakes each conversation whose pending rows nobody took once they are old enough, never one a lease covers", async () => {
     const { store, queues, metrics, ingress } = gw.gateway;
     // Wake-ups handed over in memory to a process that then died: accepted, durable, and no job.
-    ingress.useWakeUps({ announcer: null, offer: () => true });
+    ingress.useWakeUps({ announcer: null, offer: () => ({ rest: [], announced: Promise.resolve() }) });
     const lost = await pendingConversation("lost", 2);
     const held = await pendingConversation("held", 1);
     await store.tryAcquireSessionTurnLease(held.conversationId, holderOn(thisHost(), process.ppid, "held"), { ttlSeconds: 3600 });
