@@ -125,6 +125,13 @@ async function inflight(ctx: BenchContext, shapes: Shapes): Promise<Part> {
     `in flight: WebSocket reply p50 ${ws.p50.toFixed(0)} ms, p99 ${ws.p99.toFixed(0)} ms (first delta p50 ${summarize(run.wsFirstDeltaMs).p50.toFixed(0)} ms, ${run.wsDeltaFrames} delta frames); ` +
       `Slack reply p50 ${slack.p50.toFixed(0)} ms, p99 ${slack.p99.toFixed(0)} ms (first post p50 ${summarize(run.slackFirstPostMs).p50.toFixed(0)} ms); Slack calls ${JSON.stringify(run.slackCalls)}.`,
   ];
+  const start = summarize(run.modelStartMs);
+  notes.push(
+    `in flight, where the time went (from the sends): the model calls arrived at the fake p50 ${start.p50.toFixed(0)} ms, p99 ${start.p99.toFixed(0)} ms; ` +
+      `their answers ended p50 ${summarize(run.modelEndMs).p50.toFixed(0)} ms; replies shown p50 ${p50.toFixed(0)} ms. ` +
+      `The fake's event-loop delay p99 ${run.fakeLoopDelayP99Ms.toFixed(1)} ms; CPU per turn of the fake ${(run.fakeCpuMs / run.turns).toFixed(2)} ms and of the WebSocket clients ` +
+      `${(run.clientsCpuMs / run.wsTurns).toFixed(2)} ms per API turn; the machine's cores ${run.machineBusyPct.toFixed(0)}% busy over the window.`,
+  );
   if (run.errors.length) notes.push(`in flight: failures, e.g. ${run.errors.join("; ")}`);
   const series: LatencySeries[] = [
     { name: `LLM in flight, WebSocket reply (${turnMs} ms model turn)`, samplesMs: run.wsReplyMs, targetMs: 1.25 * turnMs },

@@ -6,12 +6,22 @@
 // argv: turnMs firstTokenShare chunks
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fromParent, toParent } from "../lib/child.js";
 import { fakeReply, splitChunks } from "../lib/fake-llm-reply.js";
 
 export type FakeLlmMessage =
   | { type: "ready"; url: string }
-  | { type: "counts"; calls: Record<string, number>; streamsOpen: number }
+  | {
+      type: "counts";
+      calls: Record<string, number>;
+      streamsOpen: number;
+      /** When each call arrived and when its answer ended, in ms of process.hrtime (the runner's clock too). */
+      arrivedMs: number[];
+      endedMs: number[];
+      /** This process's event-loop delay p99 (ms): a late fake would make every system look late. */
+      loopDelayP99Ms: number;
+    }
   | { type: "error"; message: string };
 export type FakeLlmCommand = { type: "counts" } | { type: "reset" };
 
@@ -22,7 +32,12 @@ const chunkCount = Number(chunksArg);
 const MODEL = "fake-model";
 
 const calls = new Map<string, number>();
+const arrivedMs: number[] = [];
+const endedMs: number[] = [];
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 let streamsOpen = 0;
+const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 let nextId = 0;
 
 interface ChatRequest {
@@ -88,6 +103,7 @@ function streamReply(res: ServerResponse, reply: string, includeUsage: boolean):
     let tail = chunkLine(id, created, "{}", "stop");
     if (includeUsage) tail += `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":"${MODEL}","choices":[],"usage":${JSON.stringify(usage(reply, chunks.length))}}\n\n`;
     close();
+    endedMs.push(nowMs());
     res.end(`${tail}data: [DONE]\n\n`);
   };
   timer = setTimeout(step, firstTokenMs);
@@ -103,6 +119,7 @@ function wholeReply(res: ServerResponse, reply: string): void {
       choices: [{ index: 0, message: { role: "assistant", content: reply }, finish_reason: "stop" }],
       usage: usage(reply, chunkCount),
     };
+    endedMs.push(nowMs());
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
   }, turnMs);
   res.on("close", () => clearTimeout(timer));
@@ -123,6 +140,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   } catch {
     return fail(res, 400, "the body is not JSON");
   }
+  arrivedMs.push(nowMs());
   const who = caller(req);
   calls.set(who, (calls.get(who) ?? 0) + 1);
   const reply = fakeReply(lastUserText(request));
@@ -144,8 +162,15 @@ server.listen(0, "127.0.0.1", () => {
 });
 
 fromParent<FakeLlmCommand>((command) => {
-  if (command.type === "reset") calls.clear();
-  else toParent<FakeLlmMessage>({ type: "counts", calls: Object.fromEntries(calls), streamsOpen });
+  if (command.type === "reset") {
+    calls.clear();
+    arrivedMs.length = 0;
+    endedMs.length = 0;
+    loopDelay.reset();
+  } else {
+    const loopDelayP99Ms = loopDelay.percentile(99) / 1e6;
+    toParent<FakeLlmMessage>({ type: "counts", calls: Object.fromEntries(calls), streamsOpen, arrivedMs, endedMs, loopDelayP99Ms });
+  }
 });
 
 process.on("SIGTERM", () => {

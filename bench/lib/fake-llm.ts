@@ -12,6 +12,8 @@ export interface FakeLlm {
   pace: ModelPace;
   /** Model calls since the start or the last reset, by caller key. */
   calls(): Promise<Record<string, number>>;
+  /** Since the start or the last reset: each call's arrival and end (ms of process.hrtime), the fake's loop delay p99. */
+  timings(): Promise<{ arrivedMs: number[]; endedMs: number[]; loopDelayP99Ms: number }>;
   reset(): void;
   stop(): Promise<void>;
 }
@@ -20,14 +22,19 @@ export async function startFakeLlm(pace: ModelPace): Promise<FakeLlm> {
   const child = spawnChild<FakeLlmCommand, FakeLlmMessage>("fake-llm.ts", [String(pace.turnMs), String(pace.firstTokenShare), String(pace.chunks)]);
   try {
     const ready = await child.next((m): m is Extract<FakeLlmMessage, { type: "ready" }> => m.type === "ready", 60_000);
+    const counts = async (): Promise<Extract<FakeLlmMessage, { type: "counts" }>> => {
+      const reply = child.next((m): m is Extract<FakeLlmMessage, { type: "counts" }> => m.type === "counts", 10_000);
+      child.send({ type: "counts" });
+      return reply;
+    };
     return {
       url: ready.url,
       pid: child.pid,
       pace,
-      async calls() {
-        const reply = child.next((m): m is Extract<FakeLlmMessage, { type: "counts" }> => m.type === "counts", 10_000);
-        child.send({ type: "counts" });
-        return (await reply).calls;
+      calls: async () => (await counts()).calls,
+      timings: async () => {
+        const { arrivedMs, endedMs, loopDelayP99Ms } = await counts();
+        return { arrivedMs, endedMs, loopDelayP99Ms };
       },
       reset: () => child.send({ type: "reset" }),
       stop: () => child.stop(),

@@ -11,7 +11,7 @@ import { llmEnv, type FakeLlm } from "./fake-llm.js";
 import { FakeSlackApi } from "./fake-slack-api.js";
 import { BENCH_API_KEY, gatewayEnv, startGatewayProcess } from "./gateway-process.js";
 import { runConversations } from "./llm-chat-load.js";
-import { readCpuMs, readMemory } from "./proc.js";
+import { busyPercent, readCpuMs, readMachineCpu, readMemory } from "./proc.js";
 import { benchPrefix } from "./redis.js";
 import type { BenchContext } from "./result.js";
 import { SlackDriver } from "./slack-load.js";
@@ -35,6 +35,14 @@ export interface InflightRun {
   cpuMs: number;
   peakRssMb: number;
   slackCalls: Record<string, number>;
+  /** Where the time went: each model call's arrival and end at the fake, from the sends. */
+  modelStartMs: number[];
+  modelEndMs: number[];
+  fakeLoopDelayP99Ms: number;
+  /** CPU of the fake model and of the WebSocket clients over the window (they share the cores). */
+  fakeCpuMs: number;
+  clientsCpuMs: number;
+  machineBusyPct: number;
 }
 
 /** Long enough for every turn of the wave on a busy machine; a reply later than this is a failure. */
@@ -71,13 +79,22 @@ export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: n
     await clients.next((m): m is Extract<WsTurnsMessage, { type: "ready" }> => m.type === "ready", 120_000);
 
     const callsBefore = slack.callCounts();
+    fake.reset();
+    const machineBefore = readMachineCpu();
+    const fakeCpuBefore = readCpuMs(fake.pid);
+    const clientsCpuBefore = readCpuMs(clients.pid);
     const cpuBefore = readCpuMs(gateway.pid);
+    const goMs = Number(process.hrtime.bigint()) / 1e6;
     const wsDone = clients.next((m): m is Extract<WsTurnsMessage, { type: "done" }> => m.type === "done", REPLY_TIMEOUT_MS + 30_000);
     clients.send({ type: "go", timeoutMs: REPLY_TIMEOUT_MS });
     const mentions: TrackedMention[] = await Promise.all(Array.from({ length: slackTurns }, () => driver.send(system, driver.conversation())));
     await driver.drain(mentions, REPLY_TIMEOUT_MS);
     const ws = await wsDone;
     const cpuMs = readCpuMs(gateway.pid) - cpuBefore;
+    const fakeCpuMs = readCpuMs(fake.pid) - fakeCpuBefore;
+    const clientsCpuMs = readCpuMs(clients.pid) - clientsCpuBefore;
+    const machineBusyPct = busyPercent(machineBefore, readMachineCpu());
+    const model = await fake.timings();
     const callsAfter = slack.callCounts();
     const slackCalls = Object.fromEntries(Object.entries(callsAfter).map(([m, n]) => [m, n - (callsBefore[m] ?? 0)] as const).filter(([, n]) => n > 0));
     const replies = summarizeReplies(mentions);
@@ -99,6 +116,12 @@ export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: n
       cpuMs,
       peakRssMb: readMemory(gateway.pid).peakMb,
       slackCalls,
+      modelStartMs: model.arrivedMs.map((ms) => ms - goMs),
+      modelEndMs: model.endedMs.map((ms) => ms - goMs),
+      fakeLoopDelayP99Ms: model.loopDelayP99Ms,
+      fakeCpuMs,
+      clientsCpuMs,
+      machineBusyPct,
     };
   } finally {
     await clients.stop();
