@@ -10,6 +10,7 @@ import { buildDist, typescriptCompiler } from "../bin/ensure-built.js";
 import { fanoutBenchmark } from "./fanout.js";
 import { handoffBenchmark } from "./handoff.js";
 import { ingressBenchmark } from "./ingress.js";
+import { llmBenchmark } from "./llm.js";
 import { renderLatencySvg } from "./lib/chart.js";
 import { benchPostgres, type BenchPostgres } from "./lib/postgres.js";
 import { benchRedis, dropBenchKeys } from "./lib/redis.js";
@@ -28,6 +29,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
   reload: reloadBenchmark,
   slack: slackBenchmark,
   workers: workersBenchmark,
+  llm: llmBenchmark,
 };
 
 const RESULTS_DIR = join(import.meta.dirname, "results");

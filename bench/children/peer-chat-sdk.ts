@@ -7,13 +7,19 @@
 // handler ran: how many it queued, how many it skipped (of those waiting, only the latest is
 // answered) and how many it never took off the queue (queued after the handler's last look at the
 // queue, before it released the thread's lock), counted from the SDK's own log events.
-// argv: redisUrl keyPrefix slackApiUrl; env: BENCH_SLACK_SIGNING_SECRET, BENCH_SLACK_BOT_TOKEN
+// With BENCH_PEER_LLM_BASE_URL set (the LLM-bound benchmark), the handler asks an OpenAI-compatible
+// model instead, streamed with the `openai` client, and posts the stream with `thread.post(stream)`
+// as the SDK documents for AI replies.
+// argv: redisUrl keyPrefix slackApiUrl; env: BENCH_SLACK_SIGNING_SECRET, BENCH_SLACK_BOT_TOKEN,
+// and for the model BENCH_PEER_LLM_BASE_URL, BENCH_PEER_LLM_API_KEY, BENCH_PEER_LLM_MODEL
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createSlackAdapter } from "@chat-adapter/slack";
 import { createIoRedisState } from "@chat-adapter/state-ioredis";
 import { Chat, ConsoleLogger, type Logger, type Message, type MessageContext, type StateAdapter, type Thread } from "chat";
 import { Redis } from "ioredis";
+import OpenAI from "openai";
+import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
 import { fromParent, toParent } from "../lib/child.js";
 
@@ -28,6 +34,9 @@ const EVENTS_PATH = "/api/webhooks/slack";
 const [redisUrl, keyPrefix, slackApiUrl] = process.argv.slice(2);
 const signingSecret = process.env.BENCH_SLACK_SIGNING_SECRET ?? "";
 const botToken = process.env.BENCH_SLACK_BOT_TOKEN ?? "";
+const llmBaseUrl = process.env.BENCH_PEER_LLM_BASE_URL ?? "";
+const llmModel = process.env.BENCH_PEER_LLM_MODEL ?? "";
+const llm = llmBaseUrl ? new OpenAI({ baseURL: llmBaseUrl, apiKey: process.env.BENCH_PEER_LLM_API_KEY ?? "", organization: null, project: null }) : null;
 
 const queue = { queued: 0, dequeued: 0, skipped: 0 };
 
@@ -75,8 +84,25 @@ async function echo(thread: Thread, message: Message, context?: MessageContext):
   await thread.post(`Echo: ${withoutMention(message.text)}`);
 }
 
-bot.onNewMention(echo);
-bot.onSubscribedMessage(echo);
+async function* textOf(stream: AsyncIterable<ChatCompletionChunk>): AsyncGenerator<string> {
+  for await (const chunk of stream) {
+    const text = chunk.choices[0]?.delta.content;
+    if (text) yield text;
+  }
+}
+
+async function askModel(model: OpenAI, thread: Thread, message: Message, context?: MessageContext): Promise<void> {
+  queue.skipped += context?.skipped.length ?? 0;
+  const stream = await model.chat.completions.create(
+    { model: llmModel, messages: [{ role: "user", content: withoutMention(message.text) }], stream: true },
+    { signal: thread.signal },
+  );
+  await thread.post(textOf(stream));
+}
+
+const handler = llm ? (thread: Thread, message: Message, context?: MessageContext) => askModel(llm, thread, message, context) : echo;
+bot.onNewMention(handler);
+bot.onSubscribedMessage(handler);
 
 const background = (task: Promise<unknown>): void => {
   task.catch((err: Error) => console.error(`peer: handler failed: ${err.message}`));

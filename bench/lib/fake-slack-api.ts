@@ -1,7 +1,8 @@
 // A lean stand-in for Slack's Web API for the Slack benchmark, shared by both systems under test:
 // checks the bot token the way Slack does (`Authorization: Bearer`, or a form `token`), answers
 // the methods a mention bot calls (auth.test, users.info, conversations.info, chat.postMessage,
-// chat.update; anything else `unknown_method`), counts every call by method and tells a listener
+// chat.update, and the streaming chat.startStream / appendStream / stopStream; anything else
+// `unknown_method`), counts every call by method and tells a listener
 // about each message text it now shows, with the time it arrived (process.hrtime: the runner's
 // clock). It keeps no call log, so a long run costs it no memory beyond the messages themselves.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -33,6 +34,8 @@ export class FakeSlackApi {
   private readonly counts = new Map<string, number>();
   private readonly messages = new Map<string, BotMessage>();
   private tsCounter = 0;
+  /** Messages started with chat.startStream and not stopped yet. */
+  private readonly streaming = new Set<string>();
   private listener: SlackApiListener | null = null;
 
   private constructor(
@@ -103,6 +106,12 @@ export class FakeSlackApi {
         return this.post(params, atNs);
       case "chat.update":
         return this.update(params, atNs);
+      case "chat.startStream":
+        return this.startStream(params, atNs);
+      case "chat.appendStream":
+        return this.appendStream(params, atNs, false);
+      case "chat.stopStream":
+        return this.appendStream(params, atNs, true);
       default:
         return fail("unknown_method");
     }
@@ -113,12 +122,41 @@ export class FakeSlackApi {
     // The Chat SDK sends markdown as `markdown_text`; Slack takes either.
     const text = params.text ?? params.markdown_text ?? "";
     if (text === "" && !params.blocks) return fail("no_text");
+    const message = this.create(params.channel, params.thread_ts || null, text);
+    this.listener?.posted(message, atNs);
+    return ok({ channel: params.channel, ts: message.ts, message: { type: "message", text, user: FAKE_BOT_USER_ID, bot_id: FAKE_BOT_ID, ts: message.ts } });
+  }
+
+  private create(channel: string, threadTs: string | null, text: string): BotMessage {
     this.tsCounter += 1;
     const ts = `${Math.floor(Date.now() / 1000)}.${String(this.tsCounter).padStart(6, "0")}`;
-    const message: BotMessage = { channel: params.channel, ts, threadTs: params.thread_ts || null, text };
-    this.messages.set(`${params.channel}:${ts}`, message);
+    const message: BotMessage = { channel, ts, threadTs, text };
+    this.messages.set(`${channel}:${ts}`, message);
+    return message;
+  }
+
+  /** A streamed message (Slack's agent streaming): shown at once, its text appended to until stopped. */
+  private startStream(params: Record<string, string>, atNs: bigint): Answer {
+    if (!params.channel) return fail("channel_not_found");
+    if (!params.thread_ts) return fail("invalid_arguments");
+    const message = this.create(params.channel, params.thread_ts, streamedText(params));
+    this.streaming.add(`${message.channel}:${message.ts}`);
     this.listener?.posted(message, atNs);
-    return ok({ channel: params.channel, ts, message: { type: "message", text, user: FAKE_BOT_USER_ID, bot_id: FAKE_BOT_ID, ts } });
+    return ok({ channel: message.channel, ts: message.ts });
+  }
+
+  private appendStream(params: Record<string, string>, atNs: bigint, stop: boolean): Answer {
+    const key = `${params.channel}:${params.ts}`;
+    const message = this.messages.get(key);
+    if (!message) return fail("message_not_found");
+    if (!this.streaming.has(key)) return fail("message_not_in_streaming_state");
+    const text = streamedText(params);
+    if (stop) this.streaming.delete(key);
+    if (text !== "") {
+      message.text += text;
+      this.listener?.edited(message, atNs);
+    }
+    return ok({ channel: message.channel, ts: message.ts, ...(stop ? { message: { type: "message", text: message.text, user: FAKE_BOT_USER_ID, bot_id: FAKE_BOT_ID, ts: message.ts } } : {}) });
   }
 
   private update(params: Record<string, string>, atNs: bigint): Answer {
@@ -138,6 +176,21 @@ function ok(body: Record<string, unknown>): Answer {
 
 function fail(error: string): Answer {
   return { status: 200, body: { ok: false, error } };
+}
+
+/** The text a streaming call adds: `markdown_text`, or its `chunks` of type markdown_text. */
+function streamedText(params: Record<string, string>): string {
+  let text = params.markdown_text ?? "";
+  if (!params.chunks) return text;
+  try {
+    const chunks = JSON.parse(params.chunks) as unknown;
+    if (Array.isArray(chunks)) {
+      for (const chunk of chunks as Array<{ type?: unknown; text?: unknown }>) if (chunk.type === "markdown_text" && typeof chunk.text === "string") text += chunk.text;
+    }
+  } catch {
+    // Not JSON: no chunks.
+  }
+  return text;
 }
 
 function parseParams(raw: string, contentType: string): Record<string, string> {

@@ -40,6 +40,8 @@ export class SlackDriver {
   constructor(
     readonly tracker: ReplyTracker,
     private readonly runTag: string,
+    /** The full reply a mention's text gets: the echo model's by default. */
+    private readonly replyTo: (text: string) => string = (text) => `Echo: ${text}`,
   ) {}
 
   conversation(): SlackConversation {
@@ -48,7 +50,7 @@ export class SlackDriver {
 
   async send(system: SystemUnderTest, conversation: SlackConversation): Promise<TrackedMention> {
     const delivery = conversation.next();
-    const mention = this.tracker.track({ ...delivery, expectedReply: `Echo: ${delivery.text}` }, process.hrtime.bigint());
+    const mention = this.tracker.track({ ...delivery, expectedReply: this.replyTo(delivery.text) }, process.hrtime.bigint());
     try {
       const res = await httpRequest(system.eventsUrl, { method: "POST", agent: this.agent, headers: delivery.headers, body: delivery.body, timeoutMs: 60_000 });
       mention.status = res.status;
