@@ -17,6 +17,7 @@ import {
   type TurnStartRead,
 } from "../../src/state/index.js";
 import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
+import { formatConnectionUrl, parseConnectionUrl } from "../../src/state/postgres/connection-url.js";
 import { PgLeaseSql } from "../../src/state/postgres/lease.js";
 import { PgMessageSql } from "../../src/state/postgres/messages.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
@@ -371,9 +372,9 @@ describe("transcript reads on PostgreSQL", () => {
     const schema = freshSchema("row-order");
     // Without index scans, as the server plans the read of a long transcript (a bitmap or a
     // sequential scan): rows come in the order they lie in.
-    const noIndexScans = new URL(testDatabaseUrl());
-    noIndexScans.searchParams.set("options", "-c enable_indexscan=off -c enable_indexonlyscan=off");
-    const store = await open(schema, noIndexScans.toString());
+    const noIndexScans = parseConnectionUrl(testDatabaseUrl());
+    noIndexScans.params.set("options", "-c enable_indexscan=off -c enable_indexonlyscan=off");
+    const store = await open(schema, formatConnectionUrl(noIndexScans));
     await store.createSession("s", { source: "test" });
     // Ids written out of order: the table holds them in the order written, 30, 10, 20.
     const admin = new pg.Client({ connectionString: testDatabaseUrl() });
