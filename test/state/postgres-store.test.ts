@@ -19,7 +19,6 @@ import {
 import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
 import { formatConnectionUrl, parseConnectionUrl } from "../../src/state/postgres/connection-url.js";
 import { PgLeaseSql } from "../../src/state/postgres/lease.js";
-import { PgMessageSql } from "../../src/state/postgres/messages.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
@@ -449,7 +448,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     return acquired ? read : null;
   };
 
-  it("admission with its reads takes two (BEGIN with them, then COMMIT), the fenced flush one, the release with the head's read one", async () => {
+  it("admission with its reads takes one (no BEGIN or COMMIT), the fenced flush one, the release with the head's read one", async () => {
     const { store, proxy } = await storeBehindProxy("trips");
     const { row } = await store.recordInbound({ platform: "api", platformMessageId: "m1", sessionId: "s", payload: { text: "next" } });
     // A first turn opens the pools' connections and prepares their statements.
@@ -459,7 +458,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     const admitted = await tripsOf(proxy, () => admitWithReads(store, "A"));
     expect(admitted.value?.transcript.map((m) => m.content)).toEqual(["hello", "hi"]);
     expect(admitted.value?.pendingInbox?.map((r) => r.id)).toEqual([row.id]);
-    expect(admitted.trips).toBe(2);
+    expect(admitted.trips).toBe(1);
 
     const flushed = await tripsOf(proxy, () =>
       store.flushTurn("s", [{ role: "user", content: "next" }, { role: "assistant", content: "answer" }], {
@@ -516,35 +515,33 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     expect(await store.deliveriesForSession("s")).toEqual([]);
   });
 
-  it("a fenced write writes only in a transaction its fence marked for a holder of the lease", async () => {
-    const { store } = await storeBehindProxy("mark");
+  it("the fenced flush is one statement: it writes for the holder of the lease, and nothing for another holder or without a lease", async () => {
+    const { store } = await storeBehindProxy("one-statement");
+    const { row } = await store.recordInbound({ platform: "api", platformMessageId: "m1", sessionId: "s", payload: { text: "next" } });
     expect(await admitWithReads(store, "A")).not.toBeNull();
     const pool = createPool({ connectionString: testDatabaseUrl(), schema: store.schema, maxConnections: 1, lockTimeoutMs: 5_000 });
     const leases = new PgLeaseSql("this-host");
-    const messages = new PgMessageSql();
+    const flush = (content: string) => ({
+      sessionId: "s",
+      messages: [{ role: "assistant" as const, content }],
+      completion: { ids: [row.id], status: "done", reply: content },
+      deliveries: [{ platform: "slack", sessionId: "s", inboxId: row.id, target: { channel: "C1" }, text: content }],
+    });
     try {
-      // Outside a transaction, as the statements would run if their BEGIN had failed: the fence's
-      // mark ends with its own statement, and the write after it writes nothing.
-      const client = await pool.connect();
-      try {
-        expect((await leases.fence(client, "s", "A", null))?.holder).toBe("A");
-        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "unfenced" }], null, true)).toEqual([]);
-        // In one transaction: written for the holder, not for another.
-        await client.query("BEGIN");
-        await leases.fence(client, "s", "B", null);
-        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "not B's" }], null, true)).toEqual([]);
-        await client.query("ROLLBACK");
-        await client.query("BEGIN");
-        await leases.fence(client, "s", "A", null);
-        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "A's" }], null, true)).toHaveLength(1);
-        await client.query("COMMIT");
-      } finally {
-        client.release();
-      }
+      // On the pool, outside any transaction: the statement is its own.
+      await expect(leases.flush(pool, "s", "B", flush("not B's"), null)).rejects.toBeInstanceOf(TurnLeaseLostError);
+      await expect(leases.flush(pool, "no-lease", "A", { ...flush("no lease"), sessionId: "s" }, null)).rejects.toBeInstanceOf(TurnLeaseLostError);
+      expect((await store.getInboxRow(row.id))?.status).toBe("pending");
+      expect(await store.deliveriesForSession("s")).toEqual([]);
+      const written = await leases.flush(pool, "s", "A", flush("A's"), null);
+      expect(written.messageIds).toHaveLength(1);
+      expect(written.deliveryIds).toHaveLength(1);
     } finally {
       await pool.end();
     }
     expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi", "A's"]);
+    expect(await store.getInboxRow(row.id)).toMatchObject({ status: "done", reply: "A's" });
+    expect((await store.deliveriesForSession("s")).map((d) => d.text)).toEqual(["A's"]);
   });
 
   it("the reads sent with the admission see a lower id committed late, and the tip a compaction moved", async () => {

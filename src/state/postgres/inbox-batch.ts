@@ -4,8 +4,8 @@
 // 2 + 3 x the batch's rows round trips. Now:
 // - the live sessions of the batch's keys, and their conversations, are read together ahead of the
 //   transaction (committed rows: READ COMMITTED reads nothing else inside one either);
-// - when every row then has its conversation and no images, BEGIN, every insert and COMMIT go out
-//   together: the batch is one round trip, or two with keys;
+// - when every row then has its conversation and no images, every row goes in one INSERT statement,
+//   atomic by itself (no BEGIN or COMMIT sent): the batch is one round trip, or two with keys;
 // - otherwise (a key with no live session yet, which is created under the key's lock so that a
 //   failed batch creates none, or images, which need their row's id) one transaction awaited
 //   step by step, each step's statements still sent together;
@@ -13,7 +13,7 @@
 import type pg from "pg";
 import type { InboxInsert, InboxRow, KeyedInboxInsert } from "../types.js";
 import type { PgAttachmentSql } from "./attachments.js";
-import { allInOrder, inTransaction, sendTogether, transactionInOneTrip } from "./connection.js";
+import { allInOrder, inTransaction, sendTogether } from "./connection.js";
 import type { PgInboxSql } from "./inbox.js";
 import type { PgSessionSql } from "./sessions.js";
 
@@ -38,7 +38,7 @@ export async function recordInboundBatch(pool: pg.Pool, sql: InboxBatchSql, inse
   const plain = placed.filter((insert): insert is InboxInsert => !isKeyed(insert) && !insert.attachments?.length);
   const { rows, created } =
     plain.length === placed.length
-      ? { rows: plain, created: await transactionInOneTrip(pool, (client) => insertAll(client, sql.inbox, plain, now)) }
+      ? { rows: plain, created: await sql.inbox.insertMany(pool, plain, now) }
       : await inTransaction(pool, (client) => recordStepByStep(client, sql, placed, now));
   return Promise.all(
     rows.map(async (insert, i) => {
@@ -77,11 +77,6 @@ async function placeOnLiveSessions(pool: pg.Pool, sessions: PgSessionSql, insert
   });
 }
 
-/** Inserts sent together, answered in order: each new row, or null for a duplicate. */
-function insertAll(client: pg.PoolClient, inbox: PgInboxSql, rows: readonly InboxInsert[], now: number | null): Promise<Array<InboxRow | null>> {
-  return allInOrder(sendTogether(client, () => rows.map((row) => inbox.insert(client, row, now, null))));
-}
-
 /**
  * Inside the batch's transaction: each key still without a session gets one (found or created
  * under the key's lock, once per key), then the inserts go out together, then the new rows' images.
@@ -104,7 +99,7 @@ async function recordStepByStep(client: pg.PoolClient, sql: InboxBatchSql, place
     }
     rows.push({ ...row, sessionId: conversationId });
   }
-  const created = await insertAll(client, sql.inbox, rows, now);
+  const created = await sql.inbox.insertMany(client, rows, now);
   await allInOrder(
     sendTogether(client, () =>
       rows.flatMap((row, i) => {

@@ -2,7 +2,7 @@
 // that races the first delivery on another node waits for it and returns its row.
 import { INBOX_STATUSES, toInboxRow, type StoredInboxRow } from "../inbox.js";
 import type { InboxInsert, InboxRow, InboxStatus } from "../types.js";
-import { clockSql, FENCE_HELD, prepared, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
 
@@ -10,6 +10,18 @@ const INSERT = `
   INSERT INTO inbox (platform, platform_message_id, session_id, payload, status, received_at, reason, completed_at)
   VALUES ($1, $2, $3, $4, $5, COALESCE($6::float8, ${clockSql(8)}), $7,
           CASE WHEN $7::text IS NULL THEN NULL ELSE ${clockSql(8)} END)
+  ON CONFLICT (platform, platform_message_id) DO NOTHING
+  RETURNING ${COLUMNS}`;
+
+// Several pending rows in one statement (atomic alone, ids drawn in the given order). A platform
+// message given twice is inserted once: DO NOTHING skips a row that conflicts with one the same
+// statement inserted.
+const INSERT_MANY = `
+  INSERT INTO inbox (platform, platform_message_id, session_id, payload, status, received_at)
+  SELECT r.platform, r.platform_message_id, r.session_id, r.payload, 'pending', COALESCE(r.received_at, ${clockSql(6)})
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[])
+         WITH ORDINALITY AS r (platform, platform_message_id, session_id, payload, received_at, ord)
+   ORDER BY r.ord
   ON CONFLICT (platform, platform_message_id) DO NOTHING
   RETURNING ${COLUMNS}`;
 
@@ -23,11 +35,14 @@ const UNCLAIMED_HEADS = `
    WHERE status = 'pending' AND received_at <= ${clockSql(3)} - $1
      AND NOT EXISTS (SELECT 1 FROM session_turn_leases l WHERE l.conversation_id = inbox.session_id)
    GROUP BY session_id ORDER BY MIN(id) LIMIT $2`;
-// Only pending rows move: completion is idempotent and a settled row keeps its outcome.
-const COMPLETE = `
-  UPDATE inbox SET status = $2, completed_at = ${clockSql(5)}, reply = $3, reason = $4
-   WHERE status = 'pending' AND id = ANY ($1::bigint[])`;
-const COMPLETE_FENCED = `${COMPLETE} AND ${FENCE_HELD}`;
+/**
+ * Only pending rows move: completion is idempotent and a settled row keeps its outcome. Parameters
+ * from `$first`: ids, status, reply, reason, clock; `guard` is a further condition (or "true").
+ */
+export const completeInboxSql = (first: number, guard: string): string => `
+  UPDATE inbox SET status = $${first + 1}, completed_at = ${clockSql(first + 4)}, reply = $${first + 2}, reason = $${first + 3}
+   WHERE status = 'pending' AND id = ANY ($${first}::bigint[]) AND ${guard}`;
+const COMPLETE = completeInboxSql(1, "true");
 const COUNT_BY_STATUS = "SELECT status, count(*) AS n FROM inbox GROUP BY status";
 
 export class PgInboxSql {
@@ -51,6 +66,30 @@ export class PgInboxSql {
       now,
     ]));
     return created.rows[0] ? toInboxRow(created.rows[0]) : null;
+  }
+
+  /**
+   * Pending rows in one statement: for each insert its new row, or null when the platform message
+   * was recorded before (or earlier in `inserts`); existing() reads those after the commit.
+   */
+  async insertMany(db: Queryable, inserts: readonly InboxInsert[], now: number | null): Promise<Array<InboxRow | null>> {
+    if (inserts.length === 1) return [await this.insert(db, inserts[0], now, null)];
+    const created = await db.query<StoredInboxRow>(prepared(INSERT_MANY, [
+      inserts.map((insert) => insert.platform),
+      inserts.map((insert) => insert.platformMessageId),
+      inserts.map((insert) => insert.sessionId),
+      inserts.map((insert) => JSON.stringify(insert.payload)),
+      inserts.map((insert) => insert.receivedAt ?? null),
+      now,
+    ]));
+    const byKey = new Map(created.rows.map((row) => [`${row.platform}\u0000${row.platform_message_id}`, row]));
+    return inserts.map((insert) => {
+      const key = `${insert.platform}\u0000${insert.platformMessageId}`;
+      const row = byKey.get(key);
+      // Only the first insert of a platform message gets the new row.
+      byKey.delete(key);
+      return row ? toInboxRow(row) : null;
+    });
   }
 
   /**
@@ -90,7 +129,7 @@ export class PgInboxSql {
     return rows.map((r) => ({ conversationId: r.session_id, inboxId: Number(r.id) }));
   }
 
-  /** Settles pending rows; `fenced`: only in a transaction the fence marked (none moves otherwise). */
+  /** Settles pending rows (the fenced flush's statement has this update among its own: lease.ts). */
   async completeRows(
     db: Queryable,
     ids: number[],
@@ -98,9 +137,8 @@ export class PgInboxSql {
     reply: string | null,
     reason: string | null,
     now: number | null,
-    fenced = false,
   ): Promise<void> {
-    if (ids.length > 0) await db.query(prepared(fenced ? COMPLETE_FENCED : COMPLETE, [ids, status, reply, reason, now]));
+    if (ids.length > 0) await db.query(prepared(COMPLETE, [ids, status, reply, reason, now]));
   }
 
   async counts(db: Queryable): Promise<Record<InboxStatus, number>> {

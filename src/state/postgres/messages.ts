@@ -3,23 +3,28 @@
 import { MESSAGE_TUPLE_COLUMNS, type StoredMessageTuple } from "../conversation.js";
 import { toJson } from "../json-columns.js";
 import type { ConversationMessage } from "../types.js";
-import { clockSql, FENCE_HELD, prepared, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
-/** The batch insert; `guard` (a WHERE clause or nothing) decides whether it writes at all. */
-const insertAllSql = (guard: string): string => `
+/**
+ * The batch insert with its parameters from `$first`: the session id, then MESSAGE_ARRAYS column
+ * arrays, then the clock. `guard` (a WHERE clause or nothing) decides whether it writes at all.
+ */
+export const insertMessagesSql = (first: number, guard: string): string => {
+  const p = (offset: number): string => `$${first + offset}`;
+  return `
   INSERT INTO messages (session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
                         platform_message_id, display_kind, display_metadata, finish_reason)
-  SELECT $1, m.role, m.content, m.api_content, m.tool_calls, m.tool_call_id, m.tool_name, COALESCE(m.timestamp, ${clockSql(13)}),
+  SELECT ${p(0)}, m.role, m.content, m.api_content, m.tool_calls, m.tool_call_id, m.tool_name, COALESCE(m.timestamp, ${clockSql(first + 12)}),
          m.platform_message_id, m.display_kind, m.display_metadata, m.finish_reason
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[],
-                $9::text[], $10::text[], $11::text[], $12::text[])
+    FROM unnest(${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::float8[],
+                ${p(8)}::text[], ${p(9)}::text[], ${p(10)}::text[], ${p(11)}::text[])
          WITH ORDINALITY AS m (role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
                                platform_message_id, display_kind, display_metadata, finish_reason, ord)
    ${guard}
    ORDER BY m.ord
   RETURNING id`;
-const INSERT_ALL = insertAllSql("");
-const INSERT_ALL_FENCED = insertAllSql(`WHERE ${FENCE_HELD}`);
+};
+const INSERT_ALL = insertMessagesSql(1, "");
 
 /**
  * Unordered: the rows are put in id order here (byId). The server's own sort of a long transcript
@@ -41,8 +46,8 @@ const SELECT_AFTER_WITH_COUNT = `
 
 const SELECT_PLATFORM_ID = "SELECT 1 FROM messages WHERE platform_message_id = $1 AND session_id = $2 LIMIT 1";
 
-/** Column arrays in INSERT_ALL's order, one entry per message. */
-function columns(messages: ConversationMessage[]): unknown[][] {
+/** Column arrays in insertMessagesSql's order, one entry per message. */
+export function messageColumns(messages: ConversationMessage[]): unknown[][] {
   const pick = (value: (message: ConversationMessage) => unknown): unknown[] => messages.map(value);
   return [
     pick((m) => m.role),
@@ -69,12 +74,12 @@ function byId(rows: StoredMessageTuple[]): StoredMessageTuple[] {
 
 export class PgMessageSql {
   /**
-   * Inserts in order and returns the row ids in that order. Run inside the flush's transaction.
-   * `fenced`: only in a transaction the fence marked (none inserted, no id returned, otherwise).
+   * Inserts in order and returns the row ids in that order. Run inside the flush's transaction
+   * (the fenced flush's statement has this insert among its own: lease.ts).
    */
-  async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null, fenced = false): Promise<number[]> {
+  async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null): Promise<number[]> {
     if (messages.length === 0) return [];
-    const result = await db.query<{ id: number }>(prepared(fenced ? INSERT_ALL_FENCED : INSERT_ALL, [sessionId, ...columns(messages), now]));
+    const result = await db.query<{ id: number }>(prepared(INSERT_ALL, [sessionId, ...messageColumns(messages), now]));
     // Identity values are drawn in insertion order; RETURNING itself promises no order.
     return result.rows.map((row) => row.id).sort((a, b) => a - b);
   }

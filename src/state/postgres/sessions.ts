@@ -61,8 +61,8 @@ const LINEAGE_ROOT = `
     FROM lineage ORDER BY depth DESC LIMIT 1`;
 
 // Down through the newest compression child at each step, to the live tip.
-const COMPRESSION_TIP = `
-  WITH RECURSIVE tip (id, depth, path) AS (
+const TIP_WALK = `
+  tip (id, depth, path) AS (
     SELECT $1::text, 0, ARRAY[$1::text]
     UNION ALL
     SELECT child.id, tip.depth + 1, tip.path || child.id
@@ -72,8 +72,14 @@ const COMPRESSION_TIP = `
         SELECT c.id FROM sessions c WHERE c.parent_session_id = tip.id ORDER BY c.started_at DESC, c.seq DESC LIMIT 1
       ) child
      WHERE NOT child.id = ANY (tip.path) AND tip.depth < ${MAX_LINEAGE_DEPTH}
-  )
-  SELECT id FROM tip ORDER BY depth DESC LIMIT 1`;
+  )`;
+const COMPRESSION_TIP = `WITH RECURSIVE ${TIP_WALK} SELECT id FROM tip ORDER BY depth DESC LIMIT 1`;
+
+// The tip and its row in one statement (row columns null when the tip has no row).
+const TIP_WITH_ROW = `
+  WITH RECURSIVE ${TIP_WALK}
+  SELECT found.id AS tip, ${COLUMNS.split(", ").map((column) => `s.${column}`).join(", ")}
+    FROM (SELECT id FROM tip ORDER BY depth DESC LIMIT 1) found LEFT JOIN sessions s ON s.id = found.id`;
 
 export class PgSessionSql {
   /**
@@ -157,6 +163,14 @@ export class PgSessionSql {
       this.knownRoots.add(id);
     }
     return row.id;
+  }
+
+  /** tipOf and the tip's row (null: none) in one statement. */
+  async tipWithRow(db: Queryable, id: string): Promise<{ tip: string; row: SessionRow | null }> {
+    const found = (await db.query<SessionRow & { tip: string }>(prepared(TIP_WITH_ROW, [id]))).rows[0];
+    if (!found) return { tip: id, row: null };
+    const { tip, ...row } = found;
+    return { tip, row: row.id === null ? null : row };
   }
 
   /** Follow compression children down to the live tip (the newest child at each step). */
