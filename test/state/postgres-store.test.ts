@@ -11,6 +11,7 @@ import {
   openStore,
   PostgresStore,
   TurnLeaseLostError,
+  UnknownSessionError,
   type InboxInsert,
   type KeyedInboxInsert,
   type SessionStore,
@@ -19,6 +20,7 @@ import {
 import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
 import { formatConnectionUrl, parseConnectionUrl } from "../../src/state/postgres/connection-url.js";
 import { PgLeaseSql } from "../../src/state/postgres/lease.js";
+import { SharedTrips } from "../../src/state/postgres/shared-trips.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
@@ -542,6 +544,51 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi", "A's"]);
     expect(await store.getInboxRow(row.id)).toMatchObject({ status: "done", reply: "A's" });
     expect((await store.deliveriesForSession("s")).map((d) => d.text)).toEqual(["A's"]);
+  });
+
+  it("flushes of one pass share one round trip; each caller gets its own flush's outcome", async () => {
+    const { store, proxy } = await storeBehindProxy("shared");
+    // A conversation whose session has no row: its flush fails (foreign key) inside the shared transaction.
+    expect(await store.acquireSessionTurnLease("s", "A")).toBe(true);
+    expect(await store.acquireSessionTurnLease("ghost", "G")).toBe(true);
+    await store.flushTurn("s", [{ role: "assistant", content: "warm" }], { turnLeaseHolder: "A" });
+    const shared = await tripsOf(proxy, () =>
+      Promise.allSettled([
+        store.flushTurn("s", [{ role: "assistant", content: "one" }], { turnLeaseHolder: "A" }),
+        store.flushTurn("s", [{ role: "assistant", content: "two" }], { turnLeaseHolder: "A" }),
+      ]),
+    );
+    expect(shared.value.map((outcome) => outcome.status)).toEqual(["fulfilled", "fulfilled"]);
+    expect(shared.trips).toBe(1);
+    const [good, ghost, stale] = await Promise.allSettled([
+      store.flushTurn("s", [{ role: "assistant", content: "three" }], { turnLeaseHolder: "A" }),
+      store.flushTurn("ghost", [{ role: "assistant", content: "nowhere" }], { turnLeaseHolder: "G" }),
+      store.flushTurn("s", [{ role: "assistant", content: "stale" }], { turnLeaseHolder: "B" }),
+    ]);
+    expect(good.status).toBe("fulfilled");
+    expect(ghost.status === "rejected" && ghost.reason).toBeInstanceOf(UnknownSessionError);
+    expect(stale.status === "rejected" && stale.reason).toBeInstanceOf(TurnLeaseLostError);
+    expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi", "warm", "one", "two", "three"]);
+  });
+
+  it("statements shared in one transaction: one commit for all; when one fails, each runs again alone", async () => {
+    const schema = freshSchema("shared-trips");
+    await open(schema);
+    const pool = createPool({ connectionString: testDatabaseUrl(), schema, maxConnections: 2, lockTimeoutMs: 5_000 });
+    try {
+      await pool.query("CREATE TABLE probe (x integer PRIMARY KEY)");
+      const trips = new SharedTrips(pool, "transaction");
+      const insert = (x: number) => trips.run((client) => client.query(`INSERT INTO probe VALUES (${x})`));
+      await Promise.all([insert(1), insert(2)]);
+      // One transaction: both rows carry the same inserting transaction id.
+      expect((await pool.query<{ n: number }>("SELECT count(DISTINCT xmin::text)::int AS n FROM probe")).rows[0].n).toBe(1);
+      const outcomes = await Promise.allSettled([insert(3), insert(1), insert(4)]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: "23505" });
+      expect((await pool.query<{ x: number }>("SELECT x FROM probe ORDER BY x")).rows.map((row) => row.x)).toEqual([1, 2, 3, 4]);
+    } finally {
+      await pool.end();
+    }
   });
 
   it("the reads sent with the admission see a lower id committed late, and the tip a compaction moved", async () => {

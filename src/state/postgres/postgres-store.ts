@@ -97,7 +97,7 @@ export class PostgresStore implements SessionStore {
   /** Null: the database's clock. */
   private readonly testClock: (() => number) | null;
   private readonly activeWakeups = new Set<ArmedWakeup>();
-  /** Fenced flushes asked for in one pass of the event loop: one write, one transaction, one commit. */
+  /** Fenced flushes (and delivery marks) asked for in one pass of the event loop: one write, one transaction, one commit. */
   private readonly flushTrips: SharedTrips;
   /** Lease steps (admission with its reads, release with the head's read) of one pass: one write. */
   private readonly leaseTrips: SharedTrips;
@@ -592,16 +592,21 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.deliveries.get(db, id));
   }
 
+  // A delivery's claim and marks are one statement each: those of one pass of the event loop
+  // share a write and a commit with the pass's flushes (flushTrips).
   async claimDelivery(id: number, options: ClaimDeliveryOptions = {}): Promise<DeliveryRow | null> {
-    return this.run((db) => this.deliveries.claimForSend(db, id, this.now(), options.reclaimAfterSeconds ?? 0));
+    this.assertOpen();
+    return this.flushTrips.run((client) => this.deliveries.claimForSend(client, id, this.now(), options.reclaimAfterSeconds ?? 0));
   }
 
   async markDeliverySent(id: number, platformMessageId: string | null): Promise<void> {
-    return this.run((db) => this.deliveries.recordSent(db, id, platformMessageId, this.now()));
+    this.assertOpen();
+    return this.flushTrips.run((client) => this.deliveries.recordSent(client, id, platformMessageId, this.now()));
   }
 
   async markDeliveryFailed(id: number, error: string, final: boolean): Promise<void> {
-    return this.run((db) => this.deliveries.recordFailure(db, id, error, final, this.now()));
+    this.assertOpen();
+    return this.flushTrips.run((client) => this.deliveries.recordFailure(client, id, error, final, this.now()));
   }
 
   async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
