@@ -1,8 +1,12 @@
 // Durable ingress on PostgreSQL: unique on (platform, platform_message_id) forever; a redelivery
 // that races the first delivery on another node waits for it and returns its row.
 import { INBOX_STATUSES, toInboxRow, type StoredInboxRow } from "../inbox.js";
+import { COMPRESSION_END_REASON } from "../sessions.js";
 import type { InboxInsert, InboxRow, InboxStatus } from "../types.js";
 import { clockSql, prepared, type Queryable } from "./connection.js";
+
+/** Guards the lineage walk against a corrupt parent cycle, as sessions.ts does. */
+const MAX_LINEAGE_DEPTH = 10_000;
 
 const COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
 
@@ -25,6 +29,48 @@ const INSERT_MANY = `
   ON CONFLICT (platform, platform_message_id) DO NOTHING
   RETURNING ${COLUMNS}`;
 
+// INSERT_MANY for rows given by routing key too ($6: the key, where $3 is null): each keyed row
+// goes to the conversation of its key's live session (its compression-lineage root, walked up as
+// sessions.ts does). When a key has no live session (only a transaction under the key's lock may
+// create one), the statement inserts nothing and says so.
+const INSERT_PLACED = `
+  WITH RECURSIVE given AS MATERIALIZED (
+    SELECT r.*, live.id AS live_id
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[])
+           WITH ORDINALITY AS r (platform, platform_message_id, session_id, payload, received_at, session_key, ord)
+      LEFT JOIN LATERAL (
+        SELECT id FROM sessions WHERE session_key = r.session_key AND ended_at IS NULL
+         ORDER BY started_at DESC, seq DESC LIMIT 1
+      ) live ON r.session_id IS NULL
+  ),
+  lineage (ord, id, depth, path) AS (
+    SELECT ord, live_id, 0, ARRAY[live_id] FROM given WHERE live_id IS NOT NULL
+    UNION ALL
+    SELECT lineage.ord, s.parent_session_id, lineage.depth + 1, lineage.path || s.parent_session_id
+      FROM lineage
+      JOIN sessions s ON s.id = lineage.id
+      JOIN sessions parent ON parent.id = s.parent_session_id
+     WHERE parent.end_reason = '${COMPRESSION_END_REASON}'
+       AND NOT s.parent_session_id = ANY (lineage.path)
+       AND lineage.depth < ${MAX_LINEAGE_DEPTH}
+  ),
+  placed AS MATERIALIZED (
+    SELECT given.*, COALESCE(given.session_id, root.id) AS target
+      FROM given
+      LEFT JOIN (SELECT DISTINCT ON (ord) ord, id FROM lineage ORDER BY ord, depth DESC) root ON root.ord = given.ord
+  ),
+  inserted AS (
+    INSERT INTO inbox (platform, platform_message_id, session_id, payload, status, received_at)
+    SELECT platform, platform_message_id, target, payload, 'pending', COALESCE(received_at, ${clockSql(7)})
+      FROM placed WHERE NOT EXISTS (SELECT 1 FROM placed WHERE target IS NULL)
+     ORDER BY ord
+    ON CONFLICT (platform, platform_message_id) DO NOTHING
+    RETURNING ${COLUMNS}
+  )
+  SELECT NULL::boolean AS unplaced, inserted.* FROM inserted
+  UNION ALL
+  SELECT true, ${COLUMNS.split(", ").map(() => "NULL").join(", ")} WHERE EXISTS (SELECT 1 FROM placed WHERE target IS NULL)`;
+
 const SELECT_BY_ID = `SELECT ${COLUMNS} FROM inbox WHERE id = $1`;
 const SELECT_BY_KEY = `SELECT ${COLUMNS} FROM inbox WHERE platform = $1 AND platform_message_id = $2`;
 const MARK_ENQUEUED = `UPDATE inbox SET enqueued_at = ${clockSql(2)} WHERE id = ANY ($1::bigint[])`;
@@ -44,6 +90,20 @@ export const completeInboxSql = (first: number, guard: string): string => `
    WHERE status = 'pending' AND id = ANY ($${first}::bigint[]) AND ${guard}`;
 const COMPLETE = completeInboxSql(1, "true");
 const COUNT_BY_STATUS = "SELECT status, count(*) AS n FROM inbox GROUP BY status";
+
+/** An inbox row whose session is given (`sessionId`) or is its routing key's live one (`sessionKey`). */
+export type PlacedInsert = Omit<InboxInsert, "sessionId"> & { sessionId: string | null; sessionKey: string | null };
+
+/** The rows a multi-row insert returned, matched to the inserts: only the first of a platform message gets its row. */
+function matchByKey(inserts: ReadonlyArray<Pick<InboxInsert, "platform" | "platformMessageId">>, rows: readonly StoredInboxRow[]): Array<InboxRow | null> {
+  const byKey = new Map(rows.map((row) => [`${row.platform}\u0000${row.platform_message_id}`, row]));
+  return inserts.map((insert) => {
+    const key = `${insert.platform}\u0000${insert.platformMessageId}`;
+    const row = byKey.get(key);
+    byKey.delete(key);
+    return row ? toInboxRow(row) : null;
+  });
+}
 
 export class PgInboxSql {
   /** Insert unless the platform message exists; a duplicate returns the existing row. */
@@ -82,14 +142,26 @@ export class PgInboxSql {
       inserts.map((insert) => insert.receivedAt ?? null),
       now,
     ]));
-    const byKey = new Map(created.rows.map((row) => [`${row.platform}\u0000${row.platform_message_id}`, row]));
-    return inserts.map((insert) => {
-      const key = `${insert.platform}\u0000${insert.platformMessageId}`;
-      const row = byKey.get(key);
-      // Only the first insert of a platform message gets the new row.
-      byKey.delete(key);
-      return row ? toInboxRow(row) : null;
-    });
+    return matchByKey(inserts, created.rows);
+  }
+
+  /**
+   * insertMany for rows whose session is given or comes from a routing key (`sessionKey` where
+   * `sessionId` is null), in one statement. Null when a key has no live session: then nothing was
+   * inserted, and the caller places the rows step by step.
+   */
+  async insertPlaced(db: Queryable, inserts: ReadonlyArray<PlacedInsert>, now: number | null): Promise<Array<InboxRow | null> | null> {
+    const result = await db.query<StoredInboxRow & { unplaced: boolean | null }>(prepared(INSERT_PLACED, [
+      inserts.map((insert) => insert.platform),
+      inserts.map((insert) => insert.platformMessageId),
+      inserts.map((insert) => insert.sessionId),
+      inserts.map((insert) => JSON.stringify(insert.payload)),
+      inserts.map((insert) => insert.receivedAt ?? null),
+      inserts.map((insert) => insert.sessionKey),
+      now,
+    ]));
+    if (result.rows.some((row) => row.unplaced === true)) return null;
+    return matchByKey(inserts, result.rows);
   }
 
   /**
