@@ -591,6 +591,19 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     }
   });
 
+  it("the admission's reads of a transcript held read its attachments only when the session has one, and then see them", async () => {
+    const { store, proxy } = await storeBehindProxy("attached");
+    expect((await admitWithReads(store, "A"))?.transcript).toHaveLength(2);
+    await store.releaseSessionTurnLease("s", "A");
+    const png = new Uint8Array([137, 80, 78, 71]);
+    await store.appendMessagesBatch("s", [{ role: "user", content: "look", attachments: [{ content_type: "image/png", size_bytes: png.length, data: png }] }]);
+    const admitted = await tripsOf(proxy, () => admitWithReads(store, "B"));
+    const look = admitted.value?.transcript.find((m) => m.content === "look");
+    expect(look?.attachments?.map((a) => [a.content_type, [...(a.data ?? [])]])).toEqual([["image/png", [...png]]]);
+    // The flag came with the newer rows; the attachments are read in a second round trip.
+    expect(admitted.trips).toBe(2);
+  });
+
   it("the reads sent with the admission see a lower id committed late, and the tip a compaction moved", async () => {
     const { store } = await storeBehindProxy("late");
     expect((await admitWithReads(store, "A"))?.transcript).toHaveLength(2);

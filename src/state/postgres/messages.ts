@@ -35,12 +35,14 @@ const INSERT_ALL = insertMessagesSql(1, "");
 const SELECT_BY_SESSION = `SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1`;
 
 /**
- * The rows after $2 with, on every row, how many rows up to $2 there are: one statement, so one
- * snapshot. No rows after $2 still gives one row (the count, the rest null).
+ * The rows after $2 with, on every row, how many rows up to $2 there are and whether the session
+ * has any attachment: one statement, so one snapshot. No rows after $2 still gives one row (the
+ * count and the flag, the rest null).
  */
 const SELECT_AFTER_WITH_COUNT = `
-  SELECT known.n, ${MESSAGE_TUPLE_COLUMNS.split(",").map((column) => `m.${column.trim()}`).join(", ")}
-    FROM (SELECT count(*)::int AS n FROM messages WHERE session_id = $1 AND id <= $2) AS known
+  SELECT known.n, known.attached, ${MESSAGE_TUPLE_COLUMNS.split(",").map((column) => `m.${column.trim()}`).join(", ")}
+    FROM (SELECT count(*)::int AS n, EXISTS (SELECT 1 FROM attachments WHERE session_id = $1) AS attached
+            FROM messages WHERE session_id = $1 AND id <= $2) AS known
     LEFT JOIN LATERAL (SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1 AND id > $2) AS m ON true
    ORDER BY m.id`;
 
@@ -89,11 +91,16 @@ export class PgMessageSql {
     return byId(result.rows);
   }
 
-  /** The rows after `afterId`, or null when the rows up to it are no longer `heldCount` many. */
-  async rowsAfterIfUnchanged(db: Queryable, sessionId: string, afterId: number, heldCount: number): Promise<StoredMessageTuple[] | null> {
-    const result = await db.query<[number, ...StoredMessageTuple]>({ ...prepared(SELECT_AFTER_WITH_COUNT, [sessionId, afterId]), rowMode: "array" });
+  /**
+   * The rows after `afterId`, or null when the rows up to it are no longer `heldCount` many.
+   * `seen.attachments`: whether the session had any attachment in the same snapshot (so whether
+   * any message it holds, read now or before, has one).
+   */
+  async rowsAfterIfUnchanged(db: Queryable, sessionId: string, afterId: number, heldCount: number, seen?: { attachments: boolean }): Promise<StoredMessageTuple[] | null> {
+    const result = await db.query<[number, boolean, ...StoredMessageTuple]>({ ...prepared(SELECT_AFTER_WITH_COUNT, [sessionId, afterId]), rowMode: "array" });
     if (result.rows.length === 0 || result.rows[0][0] !== heldCount) return null;
-    return result.rows.filter((row) => row[1] !== null).map((row) => row.slice(1) as StoredMessageTuple);
+    if (seen) seen.attachments = result.rows[0][1];
+    return result.rows.filter((row) => row[2] !== null).map((row) => row.slice(2) as StoredMessageTuple);
   }
 
   async hasPlatformMessageId(db: Queryable, sessionId: string, platformMessageId: string): Promise<boolean> {

@@ -327,28 +327,32 @@ export class PostgresStore implements SessionStore {
   }
 
   /**
-   * conversationOf on one connection: the rows and their attachments are read in one round trip,
-   * in that order (a connection runs what it is sent in order). The rows come first so that every
-   * message read has all of its attachments in the later read; when the rows have to be read
-   * again (a lower id committed late), so are the attachments.
+   * conversationOf on one connection. A whole transcript's rows and their attachments are read in
+   * one round trip, in that order (a connection runs what it is sent in order): the rows first, so
+   * that every message read has all of its attachments in the later read. The newer rows of a
+   * transcript held come with a flag from the same snapshot that says whether the session has any
+   * attachment at all; only then are they read, after. When the rows have to be read again (a
+   * lower id committed late), so are the attachments.
    */
   private async conversationOn(client: pg.PoolClient, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
     let sent = false;
     let readAgain = false;
-    const reads = allInOrder([
-      this.transcripts.readChecked(
-        sessionId,
-        (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount),
-        () => {
-          readAgain = sent;
-          return this.messages.rows(client, sessionId);
-        },
-      ),
-      this.attachments.bySessionMessage(client, sessionId, true),
-    ] as const);
+    let wholeSent = false;
+    const seen = { attachments: true };
+    const rowsRead = this.transcripts.readChecked(
+      sessionId,
+      (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount, seen),
+      () => {
+        readAgain = sent;
+        wholeSent = !sent;
+        return this.messages.rows(client, sessionId);
+      },
+    );
+    const withRows = wholeSent ? this.attachments.bySessionMessage(client, sessionId, true) : Promise.resolve(null);
     sent = true;
-    const [rows, attachments] = await reads;
-    return transcriptFromRows(rows, readAgain ? await this.attachments.bySessionMessage(client, sessionId, true) : attachments, options);
+    const [rows, attachedWithRows] = await allInOrder([rowsRead, withRows] as const);
+    const attachments = readAgain || (attachedWithRows === null && seen.attachments) ? await this.attachments.bySessionMessage(client, sessionId, true) : attachedWithRows;
+    return transcriptFromRows(rows, attachments ?? new Map(), options);
   }
 
   /**
