@@ -204,7 +204,7 @@ export class PostgresStore implements SessionStore {
   // ---- sessions ----
 
   async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
-    return this.run((db) => this.sessions.create(db, id, input, this.now()));
+    return this.run((db) => this.sessions.create(db, id, input, this.now(), true));
   }
 
   async getSession(id: string): Promise<SessionRow | null> {
