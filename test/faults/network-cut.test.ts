@@ -12,6 +12,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
 import { openStore, type SessionStore } from "../../src/state/index.js";
+import { formatConnectionUrl, parseConnectionUrl } from "../../src/state/postgres/connection-url.js";
 import { spawnGatewayProcess, waitFor, type GatewayProcess } from "../support/gateway.js";
 import { createNetworkNamespace, networkNamespaceSupport, type NetworkNamespace } from "../support/netns.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
@@ -40,22 +41,17 @@ interface AuditRow {
 
 /** Where the forwarder sends PostgreSQL connections: the server's TCP address or its unix socket. */
 function postgresTarget(url: string): ForwardTarget {
-  const parsed = new URL(url.replace("@/", "@localhost/"));
+  const parsed = parseConnectionUrl(url);
   const port = Number(parsed.port || 5432);
-  const socketDir = parsed.searchParams.get("host");
-  if (socketDir?.startsWith("/")) return { path: join(socketDir, `.s.PGSQL.${port}`) };
-  return { host: socketDir ?? parsed.hostname, port };
+  if (parsed.host.startsWith("/")) return { path: join(parsed.host, `.s.PGSQL.${port}`) };
+  return { host: parsed.host || "localhost", port };
 }
 
 /** The same database reached through the forwarder, the connections named after the node. */
 function postgresUrlVia(url: string, forwarder: TcpForwarder, applicationName: string): string {
-  const parsed = new URL(url.replace("@/", "@localhost/"));
-  const through = new URL(`postgres://${forwarder.host}:${forwarder.port}${parsed.pathname}`);
-  through.username = parsed.username;
-  through.password = parsed.password;
-  for (const [key, value] of parsed.searchParams) if (key !== "host") through.searchParams.set(key, value);
-  through.searchParams.set("application_name", applicationName);
-  return through.toString();
+  const parsed = parseConnectionUrl(url);
+  parsed.params.set("application_name", applicationName);
+  return formatConnectionUrl({ ...parsed, host: forwarder.host, port: String(forwarder.port) });
 }
 
 function withApplicationName(url: string, applicationName: string): string {

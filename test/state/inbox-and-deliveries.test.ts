@@ -113,7 +113,8 @@ describe.each(storeBackends)("inbox and deliveries on $name", (backend) => {
         await db.createSession("known", { source: "slack", sessionKey: "slack:old" });
         transactions.reset();
         const results = await db.recordInboundBatch([keyed("k1", "slack:new", "n1"), keyed("k2", "slack:new", "n2"), keyed("k3", "slack:old", "n3"), inbound("plain", "given")]);
-        expect(transactions.count).toBe(1);
+        // On PostgreSQL the batch first tries one statement, which writes nothing for a key without a live session.
+        expect(transactions.count).toBe(store.backend === "postgres" ? 2 : 1);
         expect(results.map((r) => [r.row.platform_message_id, r.row.session_id, r.inserted])).toEqual([
           ["k1", "n1", true],
           ["k2", "n1", true],

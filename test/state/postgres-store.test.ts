@@ -11,14 +11,16 @@ import {
   openStore,
   PostgresStore,
   TurnLeaseLostError,
+  UnknownSessionError,
   type InboxInsert,
   type KeyedInboxInsert,
   type SessionStore,
   type TurnStartRead,
 } from "../../src/state/index.js";
 import { createPool, isTransientPgError } from "../../src/state/postgres/connection.js";
+import { formatConnectionUrl, parseConnectionUrl } from "../../src/state/postgres/connection-url.js";
 import { PgLeaseSql } from "../../src/state/postgres/lease.js";
-import { PgMessageSql } from "../../src/state/postgres/messages.js";
+import { SharedTrips } from "../../src/state/postgres/shared-trips.js";
 import { LATEST_PG_SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { startTestGateway, type TestGateway } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
@@ -371,9 +373,9 @@ describe("transcript reads on PostgreSQL", () => {
     const schema = freshSchema("row-order");
     // Without index scans, as the server plans the read of a long transcript (a bitmap or a
     // sequential scan): rows come in the order they lie in.
-    const noIndexScans = new URL(testDatabaseUrl());
-    noIndexScans.searchParams.set("options", "-c enable_indexscan=off -c enable_indexonlyscan=off");
-    const store = await open(schema, noIndexScans.toString());
+    const noIndexScans = parseConnectionUrl(testDatabaseUrl());
+    noIndexScans.params.set("options", "-c enable_indexscan=off -c enable_indexonlyscan=off");
+    const store = await open(schema, formatConnectionUrl(noIndexScans));
     await store.createSession("s", { source: "test" });
     // Ids written out of order: the table holds them in the order written, 30, 10, 20.
     const admin = new pg.Client({ connectionString: testDatabaseUrl() });
@@ -448,7 +450,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     return acquired ? read : null;
   };
 
-  it("admission with its reads takes two (BEGIN with them, then COMMIT), the fenced flush one, the release with the head's read one", async () => {
+  it("admission with its reads takes one (no BEGIN or COMMIT), the fenced flush one, the release with the head's read one", async () => {
     const { store, proxy } = await storeBehindProxy("trips");
     const { row } = await store.recordInbound({ platform: "api", platformMessageId: "m1", sessionId: "s", payload: { text: "next" } });
     // A first turn opens the pools' connections and prepares their statements.
@@ -458,7 +460,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     const admitted = await tripsOf(proxy, () => admitWithReads(store, "A"));
     expect(admitted.value?.transcript.map((m) => m.content)).toEqual(["hello", "hi"]);
     expect(admitted.value?.pendingInbox?.map((r) => r.id)).toEqual([row.id]);
-    expect(admitted.trips).toBe(2);
+    expect(admitted.trips).toBe(1);
 
     const flushed = await tripsOf(proxy, () =>
       store.flushTurn("s", [{ role: "user", content: "next" }, { role: "assistant", content: "answer" }], {
@@ -476,7 +478,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     expect(await store.getSessionTurnLease("s")).toBeNull();
   });
 
-  it("the ingress's group commit: plain rows in one round trip, keyed rows of a live session in two, a duplicate's row read after", async () => {
+  it("the ingress's group commit: plain rows in one round trip, keyed rows of a live session too, a duplicate's row read after", async () => {
     const { store, proxy } = await storeBehindProxy("batch");
     const row = (id: string): InboxInsert => ({ platform: "api", platformMessageId: id, sessionId: "s", payload: { text: id } });
     const keyed = (id: string): KeyedInboxInsert => ({ platform: "api", platformMessageId: id, payload: { text: id }, sessionForKey: { key: "api:k", newId: "k-session", input: { source: "api" } } });
@@ -490,7 +492,7 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
 
     const onKey = await tripsOf(proxy, () => store.recordInboundBatch([keyed("k1"), keyed("k2"), row("p6")]));
     expect(onKey.value.map((r) => [r.row.platform_message_id, r.row.session_id])).toEqual([["k1", "k-session"], ["k2", "k-session"], ["p6", "s"]]);
-    expect(onKey.trips).toBe(2);
+    expect(onKey.trips).toBe(1);
 
     const again = await tripsOf(proxy, () => store.recordInboundBatch([row("p7"), row("p1")]));
     expect(again.value.map((r) => r.inserted)).toEqual([true, false]);
@@ -515,35 +517,91 @@ describe("a turn's steps on PostgreSQL, in round trips", () => {
     expect(await store.deliveriesForSession("s")).toEqual([]);
   });
 
-  it("a fenced write writes only in a transaction its fence marked for a holder of the lease", async () => {
-    const { store } = await storeBehindProxy("mark");
+  it("the fenced flush is one statement: it writes for the holder of the lease, and nothing for another holder or without a lease", async () => {
+    const { store } = await storeBehindProxy("one-statement");
+    const { row } = await store.recordInbound({ platform: "api", platformMessageId: "m1", sessionId: "s", payload: { text: "next" } });
     expect(await admitWithReads(store, "A")).not.toBeNull();
     const pool = createPool({ connectionString: testDatabaseUrl(), schema: store.schema, maxConnections: 1, lockTimeoutMs: 5_000 });
     const leases = new PgLeaseSql("this-host");
-    const messages = new PgMessageSql();
+    const flush = (content: string) => ({
+      sessionId: "s",
+      messages: [{ role: "assistant" as const, content }],
+      completion: { ids: [row.id], status: "done", reply: content },
+      deliveries: [{ platform: "slack", sessionId: "s", inboxId: row.id, target: { channel: "C1" }, text: content }],
+    });
     try {
-      // Outside a transaction, as the statements would run if their BEGIN had failed: the fence's
-      // mark ends with its own statement, and the write after it writes nothing.
-      const client = await pool.connect();
-      try {
-        expect((await leases.fence(client, "s", "A", null))?.holder).toBe("A");
-        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "unfenced" }], null, true)).toEqual([]);
-        // In one transaction: written for the holder, not for another.
-        await client.query("BEGIN");
-        await leases.fence(client, "s", "B", null);
-        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "not B's" }], null, true)).toEqual([]);
-        await client.query("ROLLBACK");
-        await client.query("BEGIN");
-        await leases.fence(client, "s", "A", null);
-        expect(await messages.insertAll(client, "s", [{ role: "assistant", content: "A's" }], null, true)).toHaveLength(1);
-        await client.query("COMMIT");
-      } finally {
-        client.release();
-      }
+      // On the pool, outside any transaction: the statement is its own.
+      await expect(leases.flush(pool, "s", "B", flush("not B's"), null)).rejects.toBeInstanceOf(TurnLeaseLostError);
+      await expect(leases.flush(pool, "no-lease", "A", { ...flush("no lease"), sessionId: "s" }, null)).rejects.toBeInstanceOf(TurnLeaseLostError);
+      expect((await store.getInboxRow(row.id))?.status).toBe("pending");
+      expect(await store.deliveriesForSession("s")).toEqual([]);
+      const written = await leases.flush(pool, "s", "A", flush("A's"), null);
+      expect(written.messageIds).toHaveLength(1);
+      expect(written.deliveryIds).toHaveLength(1);
     } finally {
       await pool.end();
     }
     expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi", "A's"]);
+    expect(await store.getInboxRow(row.id)).toMatchObject({ status: "done", reply: "A's" });
+    expect((await store.deliveriesForSession("s")).map((d) => d.text)).toEqual(["A's"]);
+  });
+
+  it("flushes of one pass share one round trip; each caller gets its own flush's outcome", async () => {
+    const { store, proxy } = await storeBehindProxy("shared");
+    // A conversation whose session has no row: its flush fails (foreign key) inside the shared transaction.
+    expect(await store.acquireSessionTurnLease("s", "A")).toBe(true);
+    expect(await store.acquireSessionTurnLease("ghost", "G")).toBe(true);
+    await store.flushTurn("s", [{ role: "assistant", content: "warm" }], { turnLeaseHolder: "A" });
+    const shared = await tripsOf(proxy, () =>
+      Promise.allSettled([
+        store.flushTurn("s", [{ role: "assistant", content: "one" }], { turnLeaseHolder: "A" }),
+        store.flushTurn("s", [{ role: "assistant", content: "two" }], { turnLeaseHolder: "A" }),
+      ]),
+    );
+    expect(shared.value.map((outcome) => outcome.status)).toEqual(["fulfilled", "fulfilled"]);
+    expect(shared.trips).toBe(1);
+    const [good, ghost, stale] = await Promise.allSettled([
+      store.flushTurn("s", [{ role: "assistant", content: "three" }], { turnLeaseHolder: "A" }),
+      store.flushTurn("ghost", [{ role: "assistant", content: "nowhere" }], { turnLeaseHolder: "G" }),
+      store.flushTurn("s", [{ role: "assistant", content: "stale" }], { turnLeaseHolder: "B" }),
+    ]);
+    expect(good.status).toBe("fulfilled");
+    expect(ghost.status === "rejected" && ghost.reason).toBeInstanceOf(UnknownSessionError);
+    expect(stale.status === "rejected" && stale.reason).toBeInstanceOf(TurnLeaseLostError);
+    expect((await store.getMessagesAsConversation("s")).map((m) => m.content)).toEqual(["hello", "hi", "warm", "one", "two", "three"]);
+  });
+
+  it("statements shared in one transaction: one commit for all; when one fails, each runs again alone", async () => {
+    const schema = freshSchema("shared-trips");
+    await open(schema);
+    const pool = createPool({ connectionString: testDatabaseUrl(), schema, maxConnections: 2, lockTimeoutMs: 5_000 });
+    try {
+      await pool.query("CREATE TABLE probe (x integer PRIMARY KEY)");
+      const trips = new SharedTrips(pool, "transaction");
+      const insert = (x: number) => trips.run((client) => client.query(`INSERT INTO probe VALUES (${x})`));
+      await Promise.all([insert(1), insert(2)]);
+      // One transaction: both rows carry the same inserting transaction id.
+      expect((await pool.query<{ n: number }>("SELECT count(DISTINCT xmin::text)::int AS n FROM probe")).rows[0].n).toBe(1);
+      const outcomes = await Promise.allSettled([insert(3), insert(1), insert(4)]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: "23505" });
+      expect((await pool.query<{ x: number }>("SELECT x FROM probe ORDER BY x")).rows.map((row) => row.x)).toEqual([1, 2, 3, 4]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("the admission's reads of a transcript held read its attachments only when the session has one, and then see them", async () => {
+    const { store, proxy } = await storeBehindProxy("attached");
+    expect((await admitWithReads(store, "A"))?.transcript).toHaveLength(2);
+    await store.releaseSessionTurnLease("s", "A");
+    const png = new Uint8Array([137, 80, 78, 71]);
+    await store.appendMessagesBatch("s", [{ role: "user", content: "look", attachments: [{ content_type: "image/png", size_bytes: png.length, data: png }] }]);
+    const admitted = await tripsOf(proxy, () => admitWithReads(store, "B"));
+    const look = admitted.value?.transcript.find((m) => m.content === "look");
+    expect(look?.attachments?.map((a) => [a.content_type, [...(a.data ?? [])]])).toEqual([["image/png", [...png]]]);
+    // The flag came with the newer rows; the attachments are read in a second round trip.
+    expect(admitted.trips).toBe(2);
   });
 
   it("the reads sent with the admission see a lower id committed late, and the tip a compaction moved", async () => {

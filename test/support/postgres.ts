@@ -7,6 +7,7 @@ import { chownSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import pg from "pg";
 import { describeDatabase } from "../../src/state/postgres/connection.js";
+import { formatConnectionUrl } from "../../src/state/postgres/connection-url.js";
 
 /** The run's server; the global setup sets it (and removes DATABASE_URL, so gateways default to SQLite). */
 export function testDatabaseUrl(): string {
@@ -158,7 +159,8 @@ export async function startPrivatePostgres(folder: string): Promise<PrivatePostg
     throw new Error(`${(err as Error).message}\n${log}`, { cause: err });
   }
   return {
-    url: `postgresql://postgres@/postgres?host=${encodeURIComponent(folder)}`,
+    // The socket folder and the user as parameters: a valid URL for pg and for `new URL` alike.
+    url: formatConnectionUrl({ user: "postgres", password: "", host: folder, port: "", database: "postgres", params: new URLSearchParams() }),
     stop: () => run(join(binDir, "pg_ctl"), ["-D", dataDir, "-m", "immediate", "-w", "stop"], spawnOptions),
   };
 }

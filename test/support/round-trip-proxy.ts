@@ -3,6 +3,7 @@
 // count once; statements that each wait for the previous answer count once each.
 import { createServer, connect, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
+import { formatConnectionUrl, parseConnectionUrl, type ConnectionUrl } from "../../src/state/postgres/connection-url.js";
 
 export interface RoundTripProxy {
   /** A connection string that reaches the same database through the proxy. */
@@ -13,15 +14,14 @@ export interface RoundTripProxy {
 }
 
 /** Where the server listens: postgres://user@host:port/db, or a socket folder as ?host=/folder. */
-function upstreamOf(url: URL): { path: string } | { host: string; port: number } {
+function upstreamOf(url: ConnectionUrl): { path: string } | { host: string; port: number } {
   const port = Number(url.port || 5432);
-  const folder = url.searchParams.get("host");
-  if (folder?.startsWith("/")) return { path: `${folder}/.s.PGSQL.${port}` };
-  return { host: url.hostname || "127.0.0.1", port };
+  if (url.host.startsWith("/")) return { path: `${url.host}/.s.PGSQL.${port}` };
+  return { host: url.host || "127.0.0.1", port };
 }
 
 export async function startRoundTripProxy(url: string): Promise<RoundTripProxy> {
-  const given = new URL(url);
+  const given = parseConnectionUrl(url);
   const target = upstreamOf(given);
   let trips = 0;
   const sockets = new Set<Socket>();
@@ -47,11 +47,9 @@ export async function startRoundTripProxy(url: string): Promise<RoundTripProxy> 
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  const through = new URL(`postgres://127.0.0.1:${port}${given.pathname}`);
-  through.username = given.username;
-  through.password = given.password;
   return {
-    url: through.toString(),
+    // The same user, database and parameters (a test run's `options` among them), through the proxy.
+    url: formatConnectionUrl({ ...given, host: "127.0.0.1", port: String(port) }),
     roundTrips: () => trips,
     close: async () => {
       for (const socket of sockets) socket.destroy();

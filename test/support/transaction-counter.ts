@@ -1,7 +1,8 @@
 // Counts the transactions this test process begins, on both backends: better-sqlite3's
 // db.transaction(...) calls outside a transaction (one BEGIN ... COMMIT each; patched before a
-// store is opened, since a store builds its transaction functions when constructed) and the
-// BEGINs pg clients send. `stop()` puts the originals back.
+// store is opened, since a store builds its transaction functions when constructed), the BEGINs
+// pg clients send and their write statements sent outside BEGIN (each a transaction of its own).
+// `stop()` puts the originals back.
 import Database from "better-sqlite3";
 import pg from "pg";
 
@@ -40,13 +41,30 @@ export function onSqliteTransactions(onBegin: () => void): () => void {
   };
 }
 
+/** A statement that writes: INSERT, UPDATE or DELETE, alone or in a CTE (not SELECT ... FOR UPDATE). */
+const WRITES = /\b(INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+\w+(\s+(AS\s+)?\w+)?\s+SET)\b/i;
+
+function statementText(config: unknown): string {
+  if (typeof config === "string") return config;
+  const text = (config as { text?: unknown } | null)?.text;
+  return typeof text === "string" ? text : "";
+}
+
 export function countTransactions(): TransactionCounter {
   let count = 0;
   const restoreSqlite = onSqliteTransactions(() => (count += 1));
   const clientProto = pg.Client.prototype as unknown as { query: Variadic };
   const originalQuery = clientProto.query;
+  // On PostgreSQL a write statement sent outside BEGIN ... COMMIT is a transaction of its own.
+  const inExplicit = new WeakMap<object, boolean>();
   clientProto.query = function (this: unknown, ...args: unknown[]) {
-    if (typeof args[0] === "string" && /^\s*BEGIN\b/i.test(args[0])) count += 1;
+    const text = statementText(args[0]);
+    const client = this as object;
+    if (/^\s*BEGIN\b/i.test(text)) {
+      count += 1;
+      inExplicit.set(client, true);
+    } else if (/^\s*(COMMIT|ROLLBACK|END)\b/i.test(text)) inExplicit.set(client, false);
+    else if (!inExplicit.get(client) && WRITES.test(text)) count += 1;
     return originalQuery.apply(this, args);
   };
   return {

@@ -61,8 +61,8 @@ export function createPool(settings: PoolSettings): pg.Pool {
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     keepAlive: true,
     // Statements issued without waiting for each other's answers go out at once and are answered
-    // in order: a transaction's statements that need nothing from each other cost one round trip
-    // instead of one each (sendTogether, transactionInOneTrip).
+    // in order: statements that need nothing from each other cost one round trip instead of one
+    // each (sendTogether).
     pipeline: true,
     // Awaited before a new connection serves its first query. (Not the start-up `options`: an
     // `options` parameter in DATABASE_URL would replace it.)
@@ -76,48 +76,14 @@ export function createPool(settings: PoolSettings): pg.Pool {
   return pool;
 }
 
-export interface TransactionOptions {
-  /**
-   * BEGIN goes out with the statements `work` issues before its first await, in one write. Only
-   * for work that stays safe should BEGIN fail and its first statements run on their own (each
-   * committing alone): lease admission and its reads, a release. Not for the fenced flush.
-   */
-  beginWithWork?: boolean;
-}
-
 /** Run `work` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    let result: T;
-    if (options.beginWithWork) {
-      [, result] = await allInOrder(sendTogether(client, () => [client.query("BEGIN"), work(client)] as const));
-    } else {
-      await client.query("BEGIN");
-      result = await work(client);
-    }
+    await client.query("BEGIN");
+    const result = await work(client);
     await client.query("COMMIT");
-    return result;
-  } catch (err) {
-    broken = await rollBack(client);
-    throw err;
-  } finally {
-    client.release(broken);
-  }
-}
-
-/**
- * A transaction whose statements need nothing from each other's answers: BEGIN, every statement
- * `issue` starts (it must start them all before it first awaits) and COMMIT go out in one write
- * and are answered in one round trip. A statement that fails aborts the transaction, COMMIT then
- * rolls it back, and the first failure is thrown.
- */
-export async function transactionInOneTrip<T>(pool: pg.Pool, issue: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    const [, result] = await allInOrder(sendTogether(client, () => [client.query("BEGIN"), issue(client), client.query("COMMIT")] as const));
     return result;
   } catch (err) {
     broken = await rollBack(client);
@@ -163,17 +129,6 @@ export async function allInOrder<T extends readonly unknown[]>(pending: { readon
   for (const outcome of settled) if (outcome.status === "rejected") throw outcome.reason;
   return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
-
-/**
- * The fence's mark on its transaction: the fence statement sets it, for that transaction only,
- * when the flush's holder holds the lease; a fenced write's statement writes nothing without it.
- * So a write sent together with its fence can never land unfenced: not when the fence found
- * another holder, and not when BEGIN failed and the statements ran each in a transaction of its
- * own (the mark then ends with the fence's statement).
- */
-export const FENCE_MARK = "switchboard.fence";
-/** The condition a fenced write's statement adds. */
-export const FENCE_HELD = `current_setting('${FENCE_MARK}', true) = 'held'`;
 
 /** Names of the statements prepared so far, by their text (every connection prepares a name once). */
 const statementNames = new Map<string, string>();

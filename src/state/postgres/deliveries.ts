@@ -3,24 +3,42 @@
 // marked a possible duplicate, exactly as one SQLite writer after another.
 import { toDeliveryRow, withReceipt, type StoredDeliveryRow } from "../deliveries.js";
 import type { DeliveryInsert, DeliveryReceipt, DeliveryRow } from "../types.js";
-import { clockSql, FENCE_HELD, prepared, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
 const COLUMNS =
   "id, platform, session_id, inbox_id, target, text, status, attempts, possible_duplicate, platform_message_id, last_error, created_at, updated_at, display_metadata";
 
-/** The batch insert; `guard` (a WHERE clause or nothing) decides whether it writes at all. */
-const insertAllSql = (guard: string): string => `
+/**
+ * The batch insert with its parameters from `$first`: five column arrays, the clock, the claimed
+ * flags (deliveryColumns). `guard` (a WHERE clause or nothing) decides whether it writes at all.
+ */
+export const insertDeliveriesSql = (first: number, guard: string): string => {
+  const p = (offset: number): string => `$${first + offset}`;
+  return `
   INSERT INTO deliveries (platform, session_id, inbox_id, target, text, status, attempts, created_at, updated_at)
   SELECT d.platform, d.session_id, d.inbox_id, d.target, d.text,
          CASE WHEN d.claimed THEN 'sending' ELSE 'pending' END, CASE WHEN d.claimed THEN 1 ELSE 0 END,
-         ${clockSql(6)}, ${clockSql(6)}
-    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $7::boolean[])
+         ${clockSql(first + 5)}, ${clockSql(first + 5)}
+    FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::bigint[], ${p(3)}::text[], ${p(4)}::text[], ${p(6)}::boolean[])
          WITH ORDINALITY AS d (platform, session_id, inbox_id, target, text, claimed, ord)
    ${guard}
    ORDER BY d.ord
   RETURNING id`;
-const INSERT_ALL = insertAllSql("");
-const INSERT_ALL_FENCED = insertAllSql(`WHERE ${FENCE_HELD}`);
+};
+const INSERT_ALL = insertDeliveriesSql(1, "");
+
+/** insertDeliveriesSql's parameters from `$first` on, the clock among them. */
+export function deliveryColumns(inserts: readonly DeliveryInsert[], now: number | null): unknown[] {
+  return [
+    inserts.map((d) => d.platform),
+    inserts.map((d) => d.sessionId),
+    inserts.map((d) => d.inboxId ?? null),
+    inserts.map((d) => JSON.stringify(d.target)),
+    inserts.map((d) => d.text),
+    now,
+    inserts.map((d) => d.claimed === true),
+  ];
+}
 
 const SELECT_BY_ID = `SELECT ${COLUMNS} FROM deliveries WHERE id = $1`;
 // SET expressions see the row as it was before the update: one already 'sending' becomes a possible
@@ -52,19 +70,11 @@ const SET_DISPLAY_METADATA = `UPDATE deliveries SET display_metadata = $2, updat
 export class PgDeliverySql {
   /**
    * Returns the new ids in the order given. Run inside a transaction when it must go with other
-   * writes; `fenced`: only in a transaction the fence marked (none inserted otherwise).
+   * writes (the fenced flush's statement has this insert among its own: lease.ts).
    */
-  async insertAll(db: Queryable, inserts: DeliveryInsert[], now: number | null, fenced = false): Promise<number[]> {
+  async insertAll(db: Queryable, inserts: DeliveryInsert[], now: number | null): Promise<number[]> {
     if (inserts.length === 0) return [];
-    const result = await db.query<{ id: number }>(prepared(fenced ? INSERT_ALL_FENCED : INSERT_ALL, [
-      inserts.map((d) => d.platform),
-      inserts.map((d) => d.sessionId),
-      inserts.map((d) => d.inboxId ?? null),
-      inserts.map((d) => JSON.stringify(d.target)),
-      inserts.map((d) => d.text),
-      now,
-      inserts.map((d) => d.claimed === true),
-    ]));
+    const result = await db.query<{ id: number }>(prepared(INSERT_ALL, deliveryColumns(inserts, now)));
     return result.rows.map((row) => row.id).sort((a, b) => a - b);
   }
 

@@ -2,10 +2,13 @@
 // allows. Before, each row cost up to three statements awaited one after another (its key's live
 // session, that session's conversation, the insert) inside one transaction, so an ack waited for
 // 2 + 3 x the batch's rows round trips. Now:
-// - the live sessions of the batch's keys, and their conversations, are read together ahead of the
-//   transaction (committed rows: READ COMMITTED reads nothing else inside one either);
-// - when every row then has its conversation and no images, BEGIN, every insert and COMMIT go out
-//   together: the batch is one round trip, or two with keys;
+// - a batch with keyed rows and no images is first tried as one statement that places each keyed
+//   row under its key's live session's conversation, and inserts nothing when a key has no live
+//   session: one round trip unless a key is new;
+// - otherwise the live sessions of the batch's keys, and their conversations, are read together
+//   ahead of the transaction (committed rows: READ COMMITTED reads nothing else inside one either);
+// - when every row then has its conversation and no images, every row goes in one INSERT statement,
+//   atomic by itself (no BEGIN or COMMIT sent): the batch is one round trip, or two with keys;
 // - otherwise (a key with no live session yet, which is created under the key's lock so that a
 //   failed batch creates none, or images, which need their row's id) one transaction awaited
 //   step by step, each step's statements still sent together;
@@ -13,8 +16,8 @@
 import type pg from "pg";
 import type { InboxInsert, InboxRow, KeyedInboxInsert } from "../types.js";
 import type { PgAttachmentSql } from "./attachments.js";
-import { allInOrder, inTransaction, sendTogether, transactionInOneTrip } from "./connection.js";
-import type { PgInboxSql } from "./inbox.js";
+import { allInOrder, inTransaction, sendTogether } from "./connection.js";
+import type { PgInboxSql, PlacedInsert } from "./inbox.js";
 import type { PgSessionSql } from "./sessions.js";
 
 export interface InboxBatchSql {
@@ -34,16 +37,38 @@ const isKeyed = (insert: AnyInsert): insert is KeyedInboxInsert => "sessionForKe
 
 /** Every row in one transaction, in the given order; a duplicate (in the batch or before it) answers with the existing row. */
 export async function recordInboundBatch(pool: pg.Pool, sql: InboxBatchSql, inserts: readonly AnyInsert[], now: number | null): Promise<Recorded[]> {
+  const recorded = await keyedInOneStatement(pool, sql.inbox, inserts, now);
+  if (recorded) return answered(pool, sql.inbox, inserts, recorded);
   const placed = await placeOnLiveSessions(pool, sql.sessions, inserts);
   const plain = placed.filter((insert): insert is InboxInsert => !isKeyed(insert) && !insert.attachments?.length);
   const { rows, created } =
     plain.length === placed.length
-      ? { rows: plain, created: await transactionInOneTrip(pool, (client) => insertAll(client, sql.inbox, plain, now)) }
+      ? { rows: plain, created: await sql.inbox.insertMany(pool, plain, now) }
       : await inTransaction(pool, (client) => recordStepByStep(client, sql, placed, now));
+  return answered(pool, sql.inbox, rows, created);
+}
+
+/**
+ * A batch with keyed rows and no images in one statement, each keyed row placed under its key's
+ * live session's conversation; null when a key has no live session (nothing was written: the batch
+ * goes step by step, and the key's session is created under its lock).
+ */
+async function keyedInOneStatement(pool: pg.Pool, inbox: PgInboxSql, inserts: readonly AnyInsert[], now: number | null): Promise<Array<InboxRow | null> | null> {
+  if (!inserts.some(isKeyed) || inserts.some((insert) => insert.attachments?.length)) return null;
+  const rows = inserts.map((insert): PlacedInsert => {
+    if (!isKeyed(insert)) return { ...insert, sessionKey: null };
+    const { sessionForKey, ...row } = insert;
+    return { ...row, sessionId: null, sessionKey: sessionForKey.key };
+  });
+  return inbox.insertPlaced(pool, rows, now);
+}
+
+/** Each insert's new row, or for a duplicate the existing one (read after the commit). */
+function answered(pool: pg.Pool, inbox: PgInboxSql, rows: ReadonlyArray<Pick<InboxInsert, "platform" | "platformMessageId">>, created: Array<InboxRow | null>): Promise<Recorded[]> {
   return Promise.all(
     rows.map(async (insert, i) => {
       const row = created[i];
-      return row ? { inserted: true, row } : { inserted: false, row: await sql.inbox.existing(pool, insert) };
+      return row ? { inserted: true, row } : { inserted: false, row: await inbox.existing(pool, insert) };
     }),
   );
 }
@@ -77,11 +102,6 @@ async function placeOnLiveSessions(pool: pg.Pool, sessions: PgSessionSql, insert
   });
 }
 
-/** Inserts sent together, answered in order: each new row, or null for a duplicate. */
-function insertAll(client: pg.PoolClient, inbox: PgInboxSql, rows: readonly InboxInsert[], now: number | null): Promise<Array<InboxRow | null>> {
-  return allInOrder(sendTogether(client, () => rows.map((row) => inbox.insert(client, row, now, null))));
-}
-
 /**
  * Inside the batch's transaction: each key still without a session gets one (found or created
  * under the key's lock, once per key), then the inserts go out together, then the new rows' images.
@@ -104,7 +124,7 @@ async function recordStepByStep(client: pg.PoolClient, sql: InboxBatchSql, place
     }
     rows.push({ ...row, sessionId: conversationId });
   }
-  const created = await insertAll(client, sql.inbox, rows, now);
+  const created = await sql.inbox.insertMany(client, rows, now);
   await allInOrder(
     sendTogether(client, () =>
       rows.flatMap((row, i) => {

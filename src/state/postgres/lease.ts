@@ -6,8 +6,11 @@ import type pg from "pg";
 import { TurnLeaseLostError } from "../errors.js";
 import { isHeldByThisProcess, isHolderProvablyDead } from "../holder.js";
 import type { LeaseAttempt } from "../lease-admission.js";
-import type { StaleLease } from "../types.js";
-import { clockSql, FENCE_MARK, prepared, type Queryable } from "./connection.js";
+import type { ConversationMessage, DeliveryInsert, StaleLease } from "../types.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
+import { deliveryColumns, insertDeliveriesSql } from "./deliveries.js";
+import { completeInboxSql } from "./inbox.js";
+import { insertMessagesSql, messageColumns } from "./messages.js";
 
 export interface LeaseRow {
   holder: string;
@@ -42,20 +45,50 @@ const ACQUIRE = `
   SELECT EXISTS (SELECT 1 FROM taken) AS acquired, current.holder, current.expires_at, clock.now
     FROM clock LEFT JOIN session_turn_leases current ON current.conversation_id = $1`;
 
-// The fence in one statement. Locks the row until the transaction ends (a takeover waits for the
-// fenced writes to commit), renews the holder's own expired row, and marks the transaction for
-// the fenced writes (FENCE_MARK) only when $2 holds the lease.
-const FENCE = `
-  WITH found AS (
+// The fence: locks the lease row until the transaction ends (a takeover waits for the fenced
+// writes to commit) and renews the holder's own expired row (nobody took it).
+const FENCE_CTES = `
+  found AS MATERIALIZED (
     SELECT holder, expires_at, ${clockSql(3)} AS now FROM session_turn_leases WHERE conversation_id = $1 FOR UPDATE
   ),
   renewed AS (
     UPDATE session_turn_leases lease SET expires_at = found.now + lease.ttl_seconds
       FROM found
      WHERE lease.conversation_id = $1 AND lease.holder = $2 AND found.holder = $2 AND found.expires_at <= found.now
-  )
-  SELECT holder, expires_at, now, set_config('${FENCE_MARK}', CASE WHEN holder = $2 THEN 'held' ELSE '' END, true) AS mark
-    FROM found`;
+  )`;
+/** The fence alone, for a flush whose writes follow step by step in its transaction. */
+const FENCE = `WITH ${FENCE_CTES} SELECT holder, expires_at, now FROM found`;
+// A turn's whole fenced flush as one statement, so one implicit transaction (no BEGIN or COMMIT of
+// its own): the fence, then each write only when $2 holds the lease; the outer read says what the
+// fence found and returns the new ids. Every data-modifying CTE runs exactly once whether or not
+// it is read, on the statement's snapshot, and the writes read the fence's locked row (in its
+// latest committed version: a takeover that committed first is seen, and nothing is written).
+const HELD = "EXISTS (SELECT 1 FROM found WHERE found.holder = $2)";
+const FENCED_FLUSH = `
+  WITH ${FENCE_CTES},
+  written_messages AS (${insertMessagesSql(4, `WHERE ${HELD}`)}),
+  completed AS (${completeInboxSql(17, HELD)}),
+  written_deliveries AS (${insertDeliveriesSql(22, `WHERE ${HELD}`)})
+  SELECT found.holder, found.expires_at, found.now,
+         ARRAY(SELECT id FROM written_messages ORDER BY id) AS message_ids,
+         ARRAY(SELECT id FROM written_deliveries ORDER BY id) AS delivery_ids
+    FROM (VALUES (1)) AS one (x) LEFT JOIN found ON true`;
+
+export interface FencedFlush {
+  sessionId: string;
+  messages: ConversationMessage[];
+  completion: { ids: number[]; status: string; reply: string | null } | null;
+  deliveries: DeliveryInsert[];
+}
+
+export interface FencedFlushRow {
+  holder: string | null;
+  expires_at: number | null;
+  now: number | null;
+  message_ids: Array<string | number>;
+  delivery_ids: Array<string | number>;
+}
+
 // Locks the row until the transaction ends: a takeover waits for the fenced writes to commit.
 const SELECT_FOR_UPDATE = `
   SELECT holder, expires_at, ${clockSql(2)} AS now FROM session_turn_leases WHERE conversation_id = $1 FOR UPDATE`;
@@ -162,13 +195,46 @@ export class PgLeaseSql {
 
   /**
    * The fence, in the flush's transaction and before its writes: locks the lease row until the
-   * transaction ends (no takeover can slip in before the commit), renews our own expired row
-   * (nobody took it), and marks the transaction fenced when `holder` holds the lease, so that the
-   * fenced writes sent with it write. Returns the row as it found it; the caller checks it
-   * (checkFence) before it trusts what the writes returned.
+   * transaction ends (no takeover can slip in before the commit) and renews our own expired row
+   * (nobody took it). Returns the row as it found it, for checkFence before any write is sent.
    */
   async fence(client: pg.PoolClient, key: string, holder: string, now: number | null): Promise<LeaseWithClock | null> {
     return (await client.query<LeaseWithClock>(prepared(FENCE, [key, holder, now]))).rows[0] ?? null;
+  }
+
+  /**
+   * The fenced flush in one statement (FENCED_FLUSH): atomic alone, or one of several in a
+   * transaction. Throws TurnLeaseLostError when `holder` does not hold the lease (nothing written).
+   */
+  async flush(db: Queryable, key: string, holder: string, flush: FencedFlush, now: number | null): Promise<{ messageIds: number[]; deliveryIds: number[] }> {
+    return this.flushOutcome(await this.sendFlush(db, key, holder, flush, now), key, holder);
+  }
+
+  /** FENCED_FLUSH sent: its one row, for flushOutcome once the statement has committed. */
+  async sendFlush(db: Queryable, key: string, holder: string, flush: FencedFlush, now: number | null): Promise<FencedFlushRow> {
+    const completion = flush.completion;
+    const result = await db.query<FencedFlushRow>(prepared(FENCED_FLUSH, [
+      key,
+      holder,
+      now,
+      flush.sessionId,
+      ...messageColumns(flush.messages),
+      now,
+      completion?.ids ?? [],
+      completion?.status ?? "done",
+      completion?.reply ?? null,
+      null,
+      now,
+      ...deliveryColumns(flush.deliveries, now),
+    ]));
+    return result.rows[0];
+  }
+
+  /** The new ids; TurnLeaseLostError when the fence found no lease row or another holder (then nothing was written). */
+  flushOutcome(row: FencedFlushRow, key: string, holder: string): { messageIds: number[]; deliveryIds: number[] } {
+    // The outer read always returns its one row; holder null: no lease row.
+    this.checkFence(row.holder === null ? null : { holder: row.holder, expires_at: row.expires_at ?? 0, now: row.now ?? 0 }, key, holder);
+    return { messageIds: row.message_ids.map(Number), deliveryIds: row.delivery_ids.map(Number) };
   }
 
   /** What the fence found: a missing row or another holder throws TurnLeaseLostError (the writes wrote nothing). */

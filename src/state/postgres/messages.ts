@@ -3,23 +3,28 @@
 import { MESSAGE_TUPLE_COLUMNS, type StoredMessageTuple } from "../conversation.js";
 import { toJson } from "../json-columns.js";
 import type { ConversationMessage } from "../types.js";
-import { clockSql, FENCE_HELD, prepared, type Queryable } from "./connection.js";
+import { clockSql, prepared, type Queryable } from "./connection.js";
 
-/** The batch insert; `guard` (a WHERE clause or nothing) decides whether it writes at all. */
-const insertAllSql = (guard: string): string => `
+/**
+ * The batch insert with its parameters from `$first`: the session id, then MESSAGE_ARRAYS column
+ * arrays, then the clock. `guard` (a WHERE clause or nothing) decides whether it writes at all.
+ */
+export const insertMessagesSql = (first: number, guard: string): string => {
+  const p = (offset: number): string => `$${first + offset}`;
+  return `
   INSERT INTO messages (session_id, role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
                         platform_message_id, display_kind, display_metadata, finish_reason)
-  SELECT $1, m.role, m.content, m.api_content, m.tool_calls, m.tool_call_id, m.tool_name, COALESCE(m.timestamp, ${clockSql(13)}),
+  SELECT ${p(0)}, m.role, m.content, m.api_content, m.tool_calls, m.tool_call_id, m.tool_name, COALESCE(m.timestamp, ${clockSql(first + 12)}),
          m.platform_message_id, m.display_kind, m.display_metadata, m.finish_reason
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[],
-                $9::text[], $10::text[], $11::text[], $12::text[])
+    FROM unnest(${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::float8[],
+                ${p(8)}::text[], ${p(9)}::text[], ${p(10)}::text[], ${p(11)}::text[])
          WITH ORDINALITY AS m (role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp,
                                platform_message_id, display_kind, display_metadata, finish_reason, ord)
    ${guard}
    ORDER BY m.ord
   RETURNING id`;
-const INSERT_ALL = insertAllSql("");
-const INSERT_ALL_FENCED = insertAllSql(`WHERE ${FENCE_HELD}`);
+};
+const INSERT_ALL = insertMessagesSql(1, "");
 
 /**
  * Unordered: the rows are put in id order here (byId). The server's own sort of a long transcript
@@ -30,19 +35,21 @@ const INSERT_ALL_FENCED = insertAllSql(`WHERE ${FENCE_HELD}`);
 const SELECT_BY_SESSION = `SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1`;
 
 /**
- * The rows after $2 with, on every row, how many rows up to $2 there are: one statement, so one
- * snapshot. No rows after $2 still gives one row (the count, the rest null).
+ * The rows after $2 with, on every row, how many rows up to $2 there are and whether the session
+ * has any attachment: one statement, so one snapshot. No rows after $2 still gives one row (the
+ * count and the flag, the rest null).
  */
 const SELECT_AFTER_WITH_COUNT = `
-  SELECT known.n, ${MESSAGE_TUPLE_COLUMNS.split(",").map((column) => `m.${column.trim()}`).join(", ")}
-    FROM (SELECT count(*)::int AS n FROM messages WHERE session_id = $1 AND id <= $2) AS known
+  SELECT known.n, known.attached, ${MESSAGE_TUPLE_COLUMNS.split(",").map((column) => `m.${column.trim()}`).join(", ")}
+    FROM (SELECT count(*)::int AS n, EXISTS (SELECT 1 FROM attachments WHERE session_id = $1) AS attached
+            FROM messages WHERE session_id = $1 AND id <= $2) AS known
     LEFT JOIN LATERAL (SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1 AND id > $2) AS m ON true
    ORDER BY m.id`;
 
 const SELECT_PLATFORM_ID = "SELECT 1 FROM messages WHERE platform_message_id = $1 AND session_id = $2 LIMIT 1";
 
-/** Column arrays in INSERT_ALL's order, one entry per message. */
-function columns(messages: ConversationMessage[]): unknown[][] {
+/** Column arrays in insertMessagesSql's order, one entry per message. */
+export function messageColumns(messages: ConversationMessage[]): unknown[][] {
   const pick = (value: (message: ConversationMessage) => unknown): unknown[] => messages.map(value);
   return [
     pick((m) => m.role),
@@ -69,12 +76,12 @@ function byId(rows: StoredMessageTuple[]): StoredMessageTuple[] {
 
 export class PgMessageSql {
   /**
-   * Inserts in order and returns the row ids in that order. Run inside the flush's transaction.
-   * `fenced`: only in a transaction the fence marked (none inserted, no id returned, otherwise).
+   * Inserts in order and returns the row ids in that order. Run inside the flush's transaction
+   * (the fenced flush's statement has this insert among its own: lease.ts).
    */
-  async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null, fenced = false): Promise<number[]> {
+  async insertAll(db: Queryable, sessionId: string, messages: ConversationMessage[], now: number | null): Promise<number[]> {
     if (messages.length === 0) return [];
-    const result = await db.query<{ id: number }>(prepared(fenced ? INSERT_ALL_FENCED : INSERT_ALL, [sessionId, ...columns(messages), now]));
+    const result = await db.query<{ id: number }>(prepared(INSERT_ALL, [sessionId, ...messageColumns(messages), now]));
     // Identity values are drawn in insertion order; RETURNING itself promises no order.
     return result.rows.map((row) => row.id).sort((a, b) => a - b);
   }
@@ -84,11 +91,16 @@ export class PgMessageSql {
     return byId(result.rows);
   }
 
-  /** The rows after `afterId`, or null when the rows up to it are no longer `heldCount` many. */
-  async rowsAfterIfUnchanged(db: Queryable, sessionId: string, afterId: number, heldCount: number): Promise<StoredMessageTuple[] | null> {
-    const result = await db.query<[number, ...StoredMessageTuple]>({ ...prepared(SELECT_AFTER_WITH_COUNT, [sessionId, afterId]), rowMode: "array" });
+  /**
+   * The rows after `afterId`, or null when the rows up to it are no longer `heldCount` many.
+   * `seen.attachments`: whether the session had any attachment in the same snapshot (so whether
+   * any message it holds, read now or before, has one).
+   */
+  async rowsAfterIfUnchanged(db: Queryable, sessionId: string, afterId: number, heldCount: number, seen?: { attachments: boolean }): Promise<StoredMessageTuple[] | null> {
+    const result = await db.query<[number, boolean, ...StoredMessageTuple]>({ ...prepared(SELECT_AFTER_WITH_COUNT, [sessionId, afterId]), rowMode: "array" });
     if (result.rows.length === 0 || result.rows[0][0] !== heldCount) return null;
-    return result.rows.filter((row) => row[1] !== null).map((row) => row.slice(1) as StoredMessageTuple);
+    if (seen) seen.attachments = result.rows[0][1];
+    return result.rows.filter((row) => row[2] !== null).map((row) => row.slice(2) as StoredMessageTuple);
   }
 
   async hasPlatformMessageId(db: Queryable, sessionId: string, platformMessageId: string): Promise<boolean> {

@@ -6,7 +6,7 @@ import type pg from "pg";
 import { toMessageRow, transcriptFromRows } from "../conversation.js";
 import { SessionDBClosedError, UnknownSessionError } from "../errors.js";
 import { thisHost } from "../holder.js";
-import { waitForLease } from "../lease-admission.js";
+import { waitForLease, type LeaseAttempt } from "../lease-admission.js";
 import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "../lease-wakeups.js";
 import { DEFAULT_POOL_SIZE, positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "../store-options.js";
 import type {
@@ -44,8 +44,6 @@ import {
   inTransaction,
   isTransientPgError,
   sendTogether,
-  transactionInOneTrip,
-  type TransactionOptions,
 } from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
@@ -55,6 +53,7 @@ import { TranscriptRows } from "../transcript-rows.js";
 import { PgMessageSql } from "./messages.js";
 import { migrateSchema } from "./migrations.js";
 import { PgSessionSql } from "./sessions.js";
+import { SharedTrips } from "./shared-trips.js";
 
 export interface PostgresStoreOptions extends StoreOptions {
   /** postgres://user:password@host:port/database (or a unix socket: ?host=/run/postgresql). */
@@ -98,6 +97,10 @@ export class PostgresStore implements SessionStore {
   /** Null: the database's clock. */
   private readonly testClock: (() => number) | null;
   private readonly activeWakeups = new Set<ArmedWakeup>();
+  /** Fenced flushes (and delivery marks) asked for in one pass of the event loop: one write, one transaction, one commit. */
+  private readonly flushTrips: SharedTrips;
+  /** Lease steps (admission with its reads, release with the head's read) of one pass: one write. */
+  private readonly leaseTrips: SharedTrips;
   /** The tip each session had at its last turn: the next turn's reads are sent for it before the tip is known. */
   private readonly tips = new Map<string, string>();
   private closed = false;
@@ -143,6 +146,8 @@ export class PostgresStore implements SessionStore {
     options: PostgresStoreOptions,
   ) {
     this.storeKey = describeDatabase(options.connectionString, schema);
+    this.flushTrips = new SharedTrips(pool, "transaction");
+    this.leaseTrips = new SharedTrips(leasePool, "pipeline");
     this.sessions = new PgSessionSql(schema);
     this.leases = new PgLeaseSql(options.hostname ?? thisHost());
     this.pollIntervalMs = options.pollIntervalMs ?? STORE_DEFAULTS.pollIntervalMs;
@@ -182,11 +187,6 @@ export class PostgresStore implements SessionStore {
     return work(this.leasePool);
   }
 
-  private async leaseTransaction<T>(work: (client: pg.PoolClient) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    this.assertOpen();
-    return inTransaction(this.leasePool, work, options);
-  }
-
   private armTracked(key: string): ArmedWakeup {
     const armed = armWakeup(this.storeKey, key);
     this.activeWakeups.add(armed);
@@ -204,7 +204,7 @@ export class PostgresStore implements SessionStore {
   // ---- sessions ----
 
   async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
-    return this.run((db) => this.sessions.create(db, id, input, this.now()));
+    return this.run((db) => this.sessions.create(db, id, input, this.now(), true));
   }
 
   async getSession(id: string): Promise<SessionRow | null> {
@@ -251,37 +251,35 @@ export class PostgresStore implements SessionStore {
 
   /**
    * The fenced flush: the fence, the transcript rows, the inbox completion and the ledger rows in
-   * one transaction. A turn's flush (a holder, no attachments) is one round trip: BEGIN, the fence,
-   * every write and COMMIT go out together. The fence marks the transaction when the holder holds
-   * the lease and each write's statement writes only in a marked transaction, so a lost lease (or a
-   * BEGIN that failed, leaving each statement a transaction of its own) writes nothing. Rows with
-   * attachments, which are stored by the rows' new ids, take a round trip per step.
+   * one transaction. A turn's flush (a holder, no attachments) is one statement, atomic by itself
+   * (no BEGIN or COMMIT to send): its fence locks the lease row and each write runs only when the
+   * holder holds the lease, so a lost lease writes nothing. Rows with attachments, which are stored
+   * by the rows' new ids, go step by step in a transaction after its fence.
    */
   async flushTurn(sessionId: string, messages: ConversationMessage[], options: AppendBatchOptions = {}): Promise<FlushResult> {
     const now = this.now();
     const holder = options.turnLeaseHolder ?? null;
     const completion = options.endRecords?.completeInbox;
     const deliveries = options.endRecords?.deliveries ?? [];
-    const writes = (client: pg.PoolClient, fenced: boolean) =>
+    const writes = (client: pg.PoolClient) =>
       [
-        this.messages.insertAll(client, sessionId, messages, now, fenced),
-        completion ? this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now, fenced) : Promise.resolve(),
-        this.deliveries.insertAll(client, deliveries, now, fenced),
+        this.messages.insertAll(client, sessionId, messages, now),
+        completion ? this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now) : Promise.resolve(),
+        this.deliveries.insertAll(client, deliveries, now),
       ] as const;
     try {
       const fenceKey = holder === null ? null : await this.conversationIdOf(sessionId);
       if (fenceKey !== null && holder !== null && !messages.some((message) => message.attachments?.length)) {
+        const flush = { sessionId, messages, completion: completion ? { ids: completion.ids, status: completion.status ?? "done", reply: completion.reply } : null, deliveries };
         this.assertOpen();
-        const [fence, messageIds, , deliveryIds] = await transactionInOneTrip(this.pool, (client) =>
-          allInOrder([this.leases.fence(client, fenceKey, holder, now), ...writes(client, true)] as const),
-        );
-        this.leases.checkFence(fence, fenceKey, holder);
-        if (messageIds.length !== messages.length) throw new Error(`fenced flush of ${sessionId}: ${messageIds.length} of ${messages.length} rows written`);
-        return { messageIds, deliveryIds };
+        const row = await this.flushTrips.run((client) => this.leases.sendFlush(client, fenceKey, holder, flush, now));
+        const written = this.leases.flushOutcome(row, fenceKey, holder);
+        if (written.messageIds.length !== messages.length) throw new Error(`fenced flush of ${sessionId}: ${written.messageIds.length} of ${messages.length} rows written`);
+        return written;
       }
       return await this.transaction(async (client) => {
         if (fenceKey !== null && holder !== null) this.leases.checkFence(await this.leases.fence(client, fenceKey, holder, now), fenceKey, holder);
-        const [messageIds, , deliveryIds] = await allInOrder(sendTogether(client, () => writes(client, false)));
+        const [messageIds, , deliveryIds] = await allInOrder(sendTogether(client, () => writes(client)));
         for (const [index, message] of messages.entries()) {
           if (message.attachments?.length) await this.attachments.storeForMessage(client, sessionId, messageIds[index], message.attachments, now);
         }
@@ -329,28 +327,32 @@ export class PostgresStore implements SessionStore {
   }
 
   /**
-   * conversationOf on one connection: the rows and their attachments are read in one round trip,
-   * in that order (a connection runs what it is sent in order). The rows come first so that every
-   * message read has all of its attachments in the later read; when the rows have to be read
-   * again (a lower id committed late), so are the attachments.
+   * conversationOf on one connection. A whole transcript's rows and their attachments are read in
+   * one round trip, in that order (a connection runs what it is sent in order): the rows first, so
+   * that every message read has all of its attachments in the later read. The newer rows of a
+   * transcript held come with a flag from the same snapshot that says whether the session has any
+   * attachment at all; only then are they read, after. When the rows have to be read again (a
+   * lower id committed late), so are the attachments.
    */
   private async conversationOn(client: pg.PoolClient, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
     let sent = false;
     let readAgain = false;
-    const reads = allInOrder([
-      this.transcripts.readChecked(
-        sessionId,
-        (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount),
-        () => {
-          readAgain = sent;
-          return this.messages.rows(client, sessionId);
-        },
-      ),
-      this.attachments.bySessionMessage(client, sessionId, true),
-    ] as const);
+    let wholeSent = false;
+    const seen = { attachments: true };
+    const rowsRead = this.transcripts.readChecked(
+      sessionId,
+      (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount, seen),
+      () => {
+        readAgain = sent;
+        wholeSent = !sent;
+        return this.messages.rows(client, sessionId);
+      },
+    );
+    const withRows = wholeSent ? this.attachments.bySessionMessage(client, sessionId, true) : Promise.resolve(null);
     sent = true;
-    const [rows, attachments] = await reads;
-    return transcriptFromRows(rows, readAgain ? await this.attachments.bySessionMessage(client, sessionId, true) : attachments, options);
+    const [rows, attachedWithRows] = await allInOrder([rowsRead, withRows] as const);
+    const attachments = readAgain || (attachedWithRows === null && seen.attachments) ? await this.attachments.bySessionMessage(client, sessionId, true) : attachedWithRows;
+    return transcriptFromRows(rows, attachments ?? new Map(), options);
   }
 
   /**
@@ -363,17 +365,15 @@ export class PostgresStore implements SessionStore {
     const limit = reading.pendingInboxLimit ?? 0;
     const transcriptOptions = { repairAlternation: true, includeRowIds: true };
     const issued = allInOrder([
-      this.sessions.tipOf(client, reading.sessionId),
-      this.sessions.get(client, guess),
+      this.sessions.tipWithRow(client, reading.sessionId),
       this.conversationOn(client, guess, transcriptOptions),
       limit > 0 ? this.inbox.pendingForSession(client, conversationId, limit) : Promise.resolve(null),
     ] as const);
-    return issued.then(async ([tip, guessedRow, guessedTranscript, pendingInbox]) => {
-      let sessionExists = guessedRow !== null;
+    return issued.then(async ([{ tip, row }, guessedTranscript, pendingInbox]) => {
+      const sessionExists = row !== null;
       let transcript = guessedTranscript;
       if (tip !== guess) {
         this.rememberTip(reading.sessionId, tip);
-        sessionExists = (await this.sessions.get(client, tip)) !== null;
         transcript = sessionExists ? await this.conversationOn(client, tip, transcriptOptions) : [];
       }
       const read: TurnStartRead = { sessionId: tip, sessionExists, transcript: sessionExists ? transcript : [] };
@@ -407,20 +407,10 @@ export class PostgresStore implements SessionStore {
         resolveConversationId: () => this.conversationIdOf(sessionId),
         attempt: (conversationId) => {
           if (!reading) return this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()));
-          // Admission and the turn's first reads in one transaction (rolled back together when a
-          // read fails) and one round trip with BEGIN: the reads go out with the admission and are
-          // dropped when it fails.
-          return this.leaseTransaction(
-            async (client) => {
-              const [attempt, started] = await allInOrder([
-                this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
-                this.issueTurnStartRead(client, reading, conversationId),
-              ] as const);
-              if (attempt.acquired) read = started;
-              return attempt;
-            },
-            { beginWithWork: true },
-          );
+          return this.admitAndRead(conversationId, holder, ttl, reading).then(({ attempt, started }) => {
+            if (attempt.acquired) read = started;
+            return attempt;
+          });
         },
         isContended: isTransientPgError,
         arm: (conversationId) => this.armTracked(conversationId),
@@ -432,6 +422,31 @@ export class PostgresStore implements SessionStore {
     );
     if (acquired && read) reading?.onRead(read);
     return acquired;
+  }
+
+  /**
+   * Admission and the turn's first reads in one round trip, without a transaction: the admission is
+   * one statement (atomic alone, committed before the reads run, as they ran after it inside one
+   * before), and the reads sent with it are dropped when it fails. A read that fails after the
+   * lease was taken gives the lease back before the error is thrown.
+   */
+  private async admitAndRead(
+    conversationId: string,
+    holder: string,
+    ttl: number,
+    reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>,
+  ): Promise<{ attempt: LeaseAttempt; started: TurnStartRead | null }> {
+    this.assertOpen();
+    return this.leaseTrips.run(async (client) => {
+      const [attempt, started] = await Promise.allSettled([
+        this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
+        this.issueTurnStartRead(client, reading, conversationId),
+      ]);
+      if (attempt.status === "rejected") throw attempt.reason;
+      if (started.status === "fulfilled") return { attempt: attempt.value, started: started.value };
+      if (attempt.value.acquired && (await this.leases.release(client, conversationId, holder).catch(() => false))) this.announceRelease(conversationId);
+      throw started.reason;
+    });
   }
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
@@ -448,10 +463,12 @@ export class PostgresStore implements SessionStore {
 
   async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
     const conversationId = await this.conversationIdOf(sessionId);
-    // One transaction (a concurrent acquire's upsert waits on this DELETE until it commits), and
-    // one round trip: BEGIN, the delete, the head's read and COMMIT go out together.
+    // Two statements sent together, each its own transaction: the DELETE commits before the head's
+    // read takes its snapshot, so a row committed before the release is read here, and the wake-up
+    // of one committed after it finds the lease free. (One statement could not: its read's
+    // snapshot would be taken before the delete.)
     this.assertOpen();
-    const [released, pending] = await transactionInOneTrip(this.leasePool, (client) =>
+    const [released, pending] = await this.leaseTrips.run((client) =>
       allInOrder([this.leases.release(client, conversationId, holder), this.inbox.pendingForSession(client, conversationId, 1)] as const),
     );
     const head = pending[0] ?? null;
@@ -579,16 +596,21 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.deliveries.get(db, id));
   }
 
+  // A delivery's claim and marks are one statement each: those of one pass of the event loop
+  // share a write and a commit with the pass's flushes (flushTrips).
   async claimDelivery(id: number, options: ClaimDeliveryOptions = {}): Promise<DeliveryRow | null> {
-    return this.run((db) => this.deliveries.claimForSend(db, id, this.now(), options.reclaimAfterSeconds ?? 0));
+    this.assertOpen();
+    return this.flushTrips.run((client) => this.deliveries.claimForSend(client, id, this.now(), options.reclaimAfterSeconds ?? 0));
   }
 
   async markDeliverySent(id: number, platformMessageId: string | null): Promise<void> {
-    return this.run((db) => this.deliveries.recordSent(db, id, platformMessageId, this.now()));
+    this.assertOpen();
+    return this.flushTrips.run((client) => this.deliveries.recordSent(client, id, platformMessageId, this.now()));
   }
 
   async markDeliveryFailed(id: number, error: string, final: boolean): Promise<void> {
-    return this.run((db) => this.deliveries.recordFailure(db, id, error, final, this.now()));
+    this.assertOpen();
+    return this.flushTrips.run((client) => this.deliveries.recordFailure(client, id, error, final, this.now()));
   }
 
   async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {

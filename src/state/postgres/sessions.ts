@@ -16,7 +16,8 @@ const MAX_KNOWN_ROOTS = 50_000;
 const INSERT = `
   INSERT INTO sessions (id, source, session_key, chat_id, thread_id, user_id, parent_session_id, started_at, title, model)
   VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::float8, ${clockSql(11)}), $9, $10)
-  ON CONFLICT (id) DO NOTHING`;
+  ON CONFLICT (id) DO NOTHING
+  RETURNING ${COLUMNS}`;
 
 const SELECT_ONE = `SELECT ${COLUMNS} FROM sessions WHERE id = $1`;
 
@@ -61,8 +62,8 @@ const LINEAGE_ROOT = `
     FROM lineage ORDER BY depth DESC LIMIT 1`;
 
 // Down through the newest compression child at each step, to the live tip.
-const COMPRESSION_TIP = `
-  WITH RECURSIVE tip (id, depth, path) AS (
+const TIP_WALK = `
+  tip (id, depth, path) AS (
     SELECT $1::text, 0, ARRAY[$1::text]
     UNION ALL
     SELECT child.id, tip.depth + 1, tip.path || child.id
@@ -72,8 +73,14 @@ const COMPRESSION_TIP = `
         SELECT c.id FROM sessions c WHERE c.parent_session_id = tip.id ORDER BY c.started_at DESC, c.seq DESC LIMIT 1
       ) child
      WHERE NOT child.id = ANY (tip.path) AND tip.depth < ${MAX_LINEAGE_DEPTH}
-  )
-  SELECT id FROM tip ORDER BY depth DESC LIMIT 1`;
+  )`;
+const COMPRESSION_TIP = `WITH RECURSIVE ${TIP_WALK} SELECT id FROM tip ORDER BY depth DESC LIMIT 1`;
+
+// The tip and its row in one statement (row columns null when the tip has no row).
+const TIP_WITH_ROW = `
+  WITH RECURSIVE ${TIP_WALK}
+  SELECT found.id AS tip, ${COLUMNS.split(", ").map((column) => `s.${column}`).join(", ")}
+    FROM (SELECT id FROM tip ORDER BY depth DESC LIMIT 1) found LEFT JOIN sessions s ON s.id = found.id`;
 
 export class PgSessionSql {
   /**
@@ -84,9 +91,13 @@ export class PgSessionSql {
 
   constructor(private readonly schema: string) {}
 
-  /** Idempotent: a second create of an existing id returns the existing row unchanged. */
-  async create(db: Queryable, id: string, input: CreateSessionInput, now: number | null): Promise<SessionRow> {
-    await db.query(prepared(INSERT, [
+  /**
+   * Idempotent: a second create of an existing id returns the existing row unchanged (read in a
+   * statement of its own, which sees a row another transaction committed meanwhile). `committed`:
+   * the caller runs no transaction around it, so a row without a parent is a known root at once.
+   */
+  async create(db: Queryable, id: string, input: CreateSessionInput, now: number | null, committed = false): Promise<SessionRow> {
+    const inserted = await db.query<SessionRow>(prepared(INSERT, [
       id,
       input.source,
       input.sessionKey ?? null,
@@ -99,8 +110,9 @@ export class PgSessionSql {
       input.model ?? null,
       now,
     ]));
-    const row = await this.get(db, id);
+    const row = inserted.rows[0] ?? (await this.get(db, id));
     if (!row) throw new Error(`session ${id} vanished right after it was created`);
+    if (committed && row.parent_session_id === null) this.rememberRoot(id);
     return row;
   }
 
@@ -152,11 +164,21 @@ export class PgSessionSql {
     if (this.knownRoots.has(id)) return id;
     const row = (await db.query<{ id: string; parentless: boolean | null }>(prepared(LINEAGE_ROOT, [id]))).rows[0];
     if (!row) return id;
-    if (remember && row.parentless === true) {
-      if (this.knownRoots.size >= MAX_KNOWN_ROOTS) this.knownRoots.clear();
-      this.knownRoots.add(id);
-    }
+    if (remember && row.parentless === true) this.rememberRoot(id);
     return row.id;
+  }
+
+  private rememberRoot(id: string): void {
+    if (this.knownRoots.size >= MAX_KNOWN_ROOTS) this.knownRoots.clear();
+    this.knownRoots.add(id);
+  }
+
+  /** tipOf and the tip's row (null: none) in one statement. */
+  async tipWithRow(db: Queryable, id: string): Promise<{ tip: string; row: SessionRow | null }> {
+    const found = (await db.query<SessionRow & { tip: string }>(prepared(TIP_WITH_ROW, [id]))).rows[0];
+    if (!found) return { tip: id, row: null };
+    const { tip, ...row } = found;
+    return { tip, row: row.id === null ? null : row };
   }
 
   /** Follow compression children down to the live tip (the newest child at each step). */

@@ -1,0 +1,112 @@
+// What one message costs on PostgreSQL, counted: the statements a gateway sends for it, the round
+// trips they take and the commits among them, stage by stage (a wrapper on pg's Client.query; see
+// support/query-counter.ts). The bounds are the counts measured when the path was cut down
+// (bench/README.md, "PostgreSQL: round trips of one message"): a change that adds a round trip or
+// a statement to a stage fails here, whatever the timing.
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { stringify as toYaml } from "yaml";
+import { signWebhook } from "../../src/adapters/webhook/index.js";
+import { startCallbackReceiver, type CallbackReceiver } from "../platforms/support/callback-receiver.js";
+import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
+import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
+import { countQueries, type QueryCounter, type StageCounts } from "../support/query-counter.js";
+import { makeTempDir } from "../support/tmp.js";
+
+const SECRET = `whsec_${randomBytes(24).toString("base64")}`;
+
+let gateway: TestGateway | null = null;
+let counter: QueryCounter | null = null;
+let receiver: CallbackReceiver | null = null;
+const cleanups: Array<() => void> = [];
+const schemas: string[] = [];
+
+afterEach(async () => {
+  counter?.stop();
+  counter = null;
+  await gateway?.stop();
+  gateway = null;
+  await receiver?.close();
+  receiver = null;
+  for (const cleanup of cleanups.splice(0)) cleanup();
+  for (const schema of schemas.splice(0)) await dropSchema(testDatabaseUrl(), schema);
+});
+
+/** A gateway on a schema of its own, with a webhook route whose replies go to a callback receiver. */
+async function startCounted(): Promise<{ url: string; counter: QueryCounter }> {
+  const schema = uniqueSchema("trips");
+  schemas.push(schema);
+  receiver = await startCallbackReceiver();
+  const config = makeTempDir("sb-trips");
+  cleanups.push(() => config.cleanup());
+  const configFile = join(config.dir, "switchboard.yaml");
+  writeFileSync(configFile, toYaml({ webhooks: { notes: { secret: SECRET, style: "standard", reply: "callback", callback_url: receiver.url } } }));
+  counter = countQueries();
+  gateway = await startTestGateway({ env: { DATABASE_URL: testDatabaseUrl(), DATABASE_SCHEMA: schema, SWITCHBOARD_CONFIG: configFile, LOG_LEVEL: "silent" } });
+  return { url: gateway.gateway.url ?? "", counter };
+}
+
+async function ask(url: string, session: string, text: string): Promise<void> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-session-id": session },
+    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
+  });
+  expect(res.status).toBe(200);
+  expect(await res.text()).toContain(text);
+}
+
+async function hook(url: string, id: string, text: string): Promise<void> {
+  const body = JSON.stringify({ chat_id: "room", user_id: "u-1", text });
+  const res = await fetch(`${url}/webhooks/notes`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...signWebhook("standard", SECRET, body, { id }) },
+    body,
+  });
+  expect(res.status).toBe(202);
+  await waitFor(() => receiver?.received.find((r) => r.body.toString("utf8").includes(text)), 10_000, `the reply to ${id}`);
+}
+
+/** The counts of a path's stages, once the timers' own reads (turn recovery, the reconciler) are left out. */
+function stagesOf(counted: QueryCounter): Record<string, StageCounts> {
+  const background = new Set(["staleSessionTurnLeases", "unclaimedPendingHeads", "listPendingInbox", "listUnsentDeliveries", "(none)"]);
+  return Object.fromEntries(Object.entries(counted.byStage()).filter(([stage]) => !background.has(stage)));
+}
+
+const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 200));
+
+describe("one message's path on PostgreSQL", () => {
+  it("an API message: ingress, admission with its reads, two fenced flushes and the release in 9 statements and 5 round trips", async () => {
+    const { url, counter: counted } = await startCounted();
+    // Earlier messages open the pools' connections, prepare their statements and seat the session.
+    for (let i = 0; i < 3; i++) await ask(url, "s1", `warm ${i}`);
+    await settle();
+    counted.reset();
+    await ask(url, "s1", "counted");
+    await settle();
+    expect(stagesOf(counted)).toEqual({
+      recordInboundBatch: { statements: 1, roundTrips: 1, commits: 1 },
+      acquireSessionTurnLease: { statements: 4, roundTrips: 1, commits: 1 },
+      appendMessagesBatch: { statements: 1, roundTrips: 1, commits: 1 },
+      flushTurn: { statements: 1, roundTrips: 1, commits: 1 },
+      releaseSessionTurnLeaseAndReadHead: { statements: 2, roundTrips: 1, commits: 1 },
+    });
+  });
+
+  it("a webhook message answered by a callback adds its delivery's mark: one statement, one round trip", async () => {
+    const { url, counter: counted } = await startCounted();
+    for (let i = 0; i < 3; i++) await hook(url, `warm-${i}`, `warm hook ${i}`);
+    await settle();
+    counted.reset();
+    await hook(url, "counted", "counted hook");
+    await settle();
+    const stages = stagesOf(counted);
+    expect(stages.markDeliverySent).toEqual({ statements: 1, roundTrips: 1, commits: 1 });
+    const total = Object.values(stages).reduce((sum, stage) => ({ statements: sum.statements + stage.statements, roundTrips: sum.roundTrips + stage.roundTrips, commits: sum.commits + stage.commits }));
+    // The ingress places the row under its key's live session in its one statement.
+    expect(stages.recordInboundBatch).toEqual({ statements: 1, roundTrips: 1, commits: 1 });
+    expect(total).toEqual({ statements: 10, roundTrips: 6, commits: 6 });
+  });
+});
