@@ -4,6 +4,11 @@
 // fake model under a key of its own, which gives its share of the model calls.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
+import { RedisKeys } from "../../src/bus/keys.js";
+import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
+import { PRESENCE_INTERVAL_MS } from "../../src/bus/worker-presence.js";
 import type { FakeLlm } from "./fake-llm.js";
 import { llmEnv } from "./fake-llm.js";
 import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./gateway-process.js";
@@ -53,7 +58,8 @@ export async function measureLayout(ctx: BenchContext, fake: FakeLlm, layout: La
   const spec = LAYOUTS[layout];
   const dir = join(ctx.workDir, `llm-scale-${layout}`);
   mkdirSync(dir, { recursive: true });
-  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix(`llm-${layout}`), { WORKER_CONCURRENCY: String(shape.concurrency) });
+  const prefix = benchPrefix(`llm-${layout}`);
+  const env = gatewayEnv(dir, ctx.redisUrl, prefix, { WORKER_CONCURRENCY: String(shape.concurrency) });
   const processes: GatewayProcess[] = [];
   try {
     // Node 1 first: it creates the store the others open.
@@ -61,6 +67,7 @@ export async function measureLayout(ctx: BenchContext, fake: FakeLlm, layout: La
     processes.push(node1);
     for (const other of spec.others) processes.push(await startGatewayProcess(other.args, { ...env, ...llmEnv(fake, other.caller) }));
     const url = node1.url as string;
+    await untilEveryProcessIsCounted(ctx.redisUrl, prefix, 1 + spec.others.length);
     // Uncounted: connections to the model and the store, the first turn's code paths.
     await runConversations(url, shape.concurrency, 1);
     fake.reset();
@@ -75,4 +82,24 @@ export async function measureLayout(ctx: BenchContext, fake: FakeLlm, layout: La
   } finally {
     await Promise.all(processes.map((p) => p.stop()));
   }
+}
+
+/**
+ * Every process with workers announces itself every PRESENCE_INTERVAL_MS and counts the others at
+ * the same beat (bus/worker-presence.ts): once all are in the set, each has counted the others
+ * within one more interval, as a node added to a running deployment is within seconds.
+ */
+async function untilEveryProcessIsCounted(redisUrl: string, prefix: string, processes: number): Promise<void> {
+  const redis = new Redis(redisOptionsFromUrl(redisUrl));
+  const key = new RedisKeys(prefix).turnWorkers;
+  try {
+    const deadline = Date.now() + 30_000;
+    while ((await redis.zcard(key)) < processes) {
+      if (Date.now() > deadline) throw new Error(`only ${await redis.zcard(key)} of ${processes} processes announced their workers`);
+      await sleep(100);
+    }
+  } finally {
+    redis.disconnect();
+  }
+  await sleep(PRESENCE_INTERVAL_MS * 2);
 }

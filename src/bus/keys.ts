@@ -35,6 +35,11 @@ export class RedisKeys {
     return `${this.prefix}:threads`;
   }
 
+  /** The processes that run turn workers, each with the time it last said so (a sorted set). */
+  get turnWorkers(): string {
+    return `${this.prefix}:turn-workers`;
+  }
+
   /** Retry-After windows, announced to the other processes. */
   get rateLimitsChannel(): string {
     return `${this.prefix}:rate-limits`;

@@ -1,15 +1,16 @@
 // In-process wake-ups, work-conserving: when the process (or its workers thread) that accepted a
-// message also runs turns and has a free slot, the new row's wake-up is handed over in memory
-// instead of as a BullMQ job (about thirty Redis commands per message). Without a free slot the
-// wake-up goes to BullMQ, which every worker process on every node takes from: an added worker or
-// node always gets its share, and no turn waits here while a slot elsewhere is free. The inbox row
-// is already durable, so nothing accepted depends on this queue: a wake-up lost with a dead process
-// or thread is found again by the reconciler and by turn recovery's sweep for pending rows.
+// message also runs turns, the new row's wake-up is handed over in memory instead of as a BullMQ
+// job (about thirty Redis commands per message), but only while that cannot keep a turn from a
+// free slot elsewhere:
+//   - while another process runs turn workers on the same queue (`sharing`), only as many as
+//     there are free slots here; the rest go on the BullMQ queue, which every worker process on
+//     every node takes from, and the owner stops taking jobs while every slot here is busy;
+//   - alone, also a bounded backlog waiting for a slot (a job would only come back here).
+// The inbox row is already durable, so nothing accepted depends on this queue: a wake-up lost with
+// a dead process or thread is found again by the reconciler and by turn recovery's sweep.
 //
-// The same slots also run the BullMQ wake-ups (recovery, other processes' ingress, spilled ones),
-// so the configured concurrency holds whichever way a wake-up came. `onFull` tells the owner when
-// every slot is taken (it then stops taking BullMQ jobs, which would only wait here) and when one
-// is free again.
+// The same slots also run the BullMQ wake-ups (recovery, retries, other processes' ingress, spilled
+// ones), so the configured concurrency holds whichever way a wake-up came.
 import type { QueuedNotice } from "./queued-notices.js";
 
 export interface WakeUp {
@@ -23,7 +24,7 @@ export interface WakeUp {
   platform?: string;
 }
 
-/** What a sink did with an offer: the wake-ups it had no slot for, to be added as BullMQ jobs once `announced` settles. */
+/** What a sink did with an offer: the wake-ups it had no room for, to be added as BullMQ jobs once `announced` settles. */
 export interface Spilled {
   rest: WakeUp[];
   /** The spilled rows' `message.queued` notices, published (or failed). */
@@ -33,8 +34,8 @@ export interface Spilled {
 /**
  * Where ingress offers new rows' wake-ups. The sink announces every row it is offered (its
  * `message.queued` notice, on the event bus of the thread that runs turns: queued-notices.ts) and
- * takes those it has free slots for; the rest come back. Null: it takes none (it is closing or
- * its thread is down), and the caller announces and enqueues them all.
+ * takes those it has room for; the rest come back. Null: it takes none (it is closing or its
+ * thread is down), and the caller announces and enqueues them all.
  */
 export interface WakeUpSink {
   /** The announcer id ingress writes into the rows it records for this sink; null while there is none. */
@@ -42,24 +43,40 @@ export interface WakeUpSink {
   offer(wakeUps: readonly WakeUp[], notices: readonly QueuedNotice[]): Spilled | null;
 }
 
+export interface LocalWakeUpsOptions {
+  /** Turns at once. */
+  concurrency: number;
+  /** In-memory wake-ups that may wait for a slot while no other process takes turns. */
+  backlog: number;
+  /** Whether another process takes wake-ups from the shared queue now. */
+  sharing: () => boolean;
+  /** Hears each change between "every slot busy" and "a slot free". */
+  onFull?: (full: boolean) => void;
+}
+
+interface Waiting {
+  start: () => void;
+  /** The row of an in-memory wake-up (for handOn's check); null for a BullMQ job waiting for a slot. */
+  inboxId: number | null;
+}
+
 export class LocalWakeUps {
   private running = 0;
-  /** BullMQ wake-ups waiting for a slot (in-memory ones start at once or are not taken). */
-  private waiting: Array<() => void> = [];
+  private waiting: Waiting[] = [];
+  /** Rows whose in-memory wake-up has not started yet (a queued wake-up will read their conversation). */
+  private readonly notStarted = new Map<number, number>();
   private readonly inFlight = new Set<Promise<void>>();
   private open = true;
   private full = false;
 
   /**
    * `run` does one wake-up (read the conversation's head under its lease, run the turn); when it
-   * throws (a turn to retry later), `retryLater` gets the wake-up. `onFull` hears each change
-   * between "every slot taken" and "a slot free".
+   * throws (a turn to retry later), `retryLater` gets the wake-up.
    */
   constructor(
-    private readonly concurrency: number,
+    private readonly options: LocalWakeUpsOptions,
     private readonly run: (wakeUp: WakeUp) => Promise<void>,
     private readonly retryLater: (wakeUp: WakeUp, err: Error) => void,
-    private readonly onFull: (full: boolean) => void = () => undefined,
   ) {}
 
   /** False once closing: offers are refused from then on. */
@@ -67,37 +84,46 @@ export class LocalWakeUps {
     return this.open;
   }
 
-  /** Slots neither running nor promised to a waiting wake-up. */
-  freeSlots(): number {
-    return Math.max(0, this.concurrency - this.running - this.waiting.length);
+  /** Whether every slot is busy. */
+  isFull(): boolean {
+    return this.running >= this.options.concurrency;
   }
 
-  /** Start as many wake-ups as there are free slots, in order; the rest come back (all of them once closing). */
+  /** In-memory wake-ups this process may take now: its free slots, and alone its backlog's room too. */
+  room(): number {
+    const { concurrency, backlog, sharing } = this.options;
+    return Math.max(0, concurrency + (sharing() ? 0 : backlog) - this.running - this.waiting.length);
+  }
+
+  /** Take as many wake-ups as there is room for, in order; the rest come back (all of them once closing). */
   offer(wakeUps: readonly WakeUp[]): WakeUp[] {
     if (!this.open) return [...wakeUps];
-    const taken = Math.min(this.freeSlots(), wakeUps.length);
-    for (const wakeUp of wakeUps.slice(0, taken)) this.startNow(wakeUp);
+    const taken = Math.min(this.room(), wakeUps.length);
+    for (const wakeUp of wakeUps.slice(0, taken)) this.queue(wakeUp);
     return wakeUps.slice(taken);
   }
 
   /**
    * A finished turn's hand-on to its conversation's next row (the caller still holds its slot):
-   * started in another slot when one is free. False when none is (or closing): the caller hands it
-   * on through BullMQ, behind the wake-ups already waiting there.
+   * nothing when that row's own wake-up is still to start; else a fresh one when there is room.
+   * False when there is none (or closing): the caller hands it on through BullMQ, behind the
+   * wake-ups already waiting there.
    */
   handOn(wakeUp: WakeUp): boolean {
-    if (!this.open || this.freeSlots() === 0) return false;
-    this.startNow(wakeUp);
+    if (!this.open) return false;
+    if (this.notStarted.has(wakeUp.inboxId)) return true;
+    if (this.room() === 0) return false;
+    this.queue(wakeUp);
     return true;
   }
 
-  /** Run `fn` in one of the slots (a BullMQ wake-up), after the BullMQ wake-ups already waiting for one. */
+  /** Run `fn` in one of the slots (a BullMQ wake-up), after the wake-ups queued before it. */
   withSlot<T>(fn: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const start = (): void => this.track(Promise.resolve().then(fn).then(resolve, reject));
-      if (this.running < this.concurrency) this.begin(start);
-      else this.waiting.push(start);
-      this.reportFullness();
+      this.enter({
+        inboxId: null,
+        start: () => this.track(Promise.resolve().then(fn).then(resolve, reject)),
+      });
     });
   }
 
@@ -107,22 +133,37 @@ export class LocalWakeUps {
   }
 
   /**
-   * Take no more and wait for the running wake-ups. BullMQ wake-ups already waiting for a slot
-   * still run: their worker is waiting for them to finish.
+   * Take no more; drop the in-memory wake-ups that have not started (their rows stay pending, for
+   * the next start's reconciler or another process's sweep) and wait for the running ones. BullMQ
+   * wake-ups already waiting for a slot still run: their worker is waiting for them to finish.
    */
   async close(): Promise<void> {
     this.open = false;
+    this.waiting = this.waiting.filter((entry) => entry.inboxId === null);
+    this.notStarted.clear();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
-  private startNow(wakeUp: WakeUp): void {
-    this.begin(() => this.track(Promise.resolve(wakeUp).then(this.run).catch((err: unknown) => this.retryLater(wakeUp, err instanceof Error ? err : new Error(String(err))))));
-    this.reportFullness();
+  private queue(wakeUp: WakeUp): void {
+    this.notStarted.set(wakeUp.inboxId, (this.notStarted.get(wakeUp.inboxId) ?? 0) + 1);
+    this.enter({
+      inboxId: wakeUp.inboxId,
+      start: () => {
+        this.forget(wakeUp.inboxId);
+        this.track(Promise.resolve(wakeUp).then(this.run).catch((err: unknown) => this.retryLater(wakeUp, err instanceof Error ? err : new Error(String(err)))));
+      },
+    });
   }
 
-  private begin(start: () => void): void {
+  private enter(entry: Waiting): void {
+    if (this.running < this.options.concurrency) this.begin(entry);
+    else this.waiting.push(entry);
+  }
+
+  private begin(entry: Waiting): void {
     this.running++;
-    start();
+    entry.start();
+    this.reportFullness();
   }
 
   private track(work: Promise<void>): void {
@@ -131,15 +172,21 @@ export class LocalWakeUps {
       this.running--;
       const next = this.waiting.shift();
       if (next) this.begin(next);
-      this.reportFullness();
+      else this.reportFullness();
     });
     this.inFlight.add(done);
   }
 
   private reportFullness(): void {
-    const full = this.freeSlots() === 0;
+    const full = this.isFull();
     if (full === this.full) return;
     this.full = full;
-    this.onFull(full);
+    this.options.onFull?.(full);
+  }
+
+  private forget(inboxId: number): void {
+    const n = this.notStarted.get(inboxId) ?? 0;
+    if (n <= 1) this.notStarted.delete(inboxId);
+    else this.notStarted.set(inboxId, n - 1);
   }
 }

@@ -48,7 +48,13 @@ export interface TurnWorkerDeps {
    * Take wake-ups in memory (local-wake-ups.ts) from this process's ingress, besides BullMQ's: a
    * wake-up that failed (a turn to retry) goes to `retryLater`, which enqueues it with a delay.
    */
-  inProcess?: { retryLater: (wakeUp: WakeUp, err: Error) => void };
+  inProcess?: {
+    retryLater: (wakeUp: WakeUp, err: Error) => void;
+    /** Whether another process takes wake-ups from the shared queue now (local-wake-ups.ts). */
+    sharing: () => boolean;
+    /** Calls `listener` whenever `sharing()` may have changed; returns its removal. */
+    onSharingChange: (listener: () => void) => () => void;
+  };
   /** The platform adapter's fetchMedia: downloads the files a message referenced when its turn takes it. */
   fetchMedia?: MediaFetcher;
   /** A streamed reply for platforms that edit messages (Slack, Discord); null for others. */
@@ -67,6 +73,12 @@ const EVENTS_FLUSH_TIMEOUT_MS = 2_000;
 
 /** How long past the shutdown grace the queue's worker may take to close. */
 const WORKER_CLOSE_MARGIN_MS = 10_000;
+
+/**
+ * In-memory wake-ups per slot that may wait for one while no other process takes turns: enough for
+ * a burst of new conversations; past it they go through the queue, so memory stays bounded.
+ */
+const BACKLOG_PER_SLOT = 8;
 
 /** Turns one job runs back to back for its session when it cannot hand on (Redis refuses wake-ups). */
 const MAX_TURNS_PER_JOB = 50;
@@ -113,13 +125,21 @@ export class TurnWorkers {
   /** Announces the rows of the in-process wake-ups (queued-notices.ts); null without them. */
   private readonly announcer: QueuedAnnouncer | null;
   private stopping = false;
+  private takingJobs = true;
+  private readonly offSharingChange: (() => void) | null;
 
   constructor(private readonly deps: TurnWorkerDeps) {
     this.tools = deps.tools ?? new ToolCatalog(null, deps.logger);
     const inProcess = deps.inProcess;
+    const concurrency = deps.config.workerConcurrency;
     this.local = inProcess
-      ? new LocalWakeUps(deps.config.workerConcurrency, (wakeUp) => this.wake(wakeUp), inProcess.retryLater, (full) => this.takeJobs(!full))
+      ? new LocalWakeUps(
+          { concurrency, backlog: concurrency * BACKLOG_PER_SLOT, sharing: inProcess.sharing, onFull: () => this.takeJobsWhileRoom() },
+          (wakeUp) => this.wake(wakeUp),
+          inProcess.retryLater,
+        )
       : null;
+    this.offSharingChange = inProcess?.onSharingChange(() => this.takeJobsWhileRoom()) ?? null;
     this.announcer = inProcess ? new QueuedAnnouncer(deps.events) : null;
   }
 
@@ -135,6 +155,10 @@ export class TurnWorkers {
       offer: (wakeUps, notices) => {
         if (!local.accepting) return null;
         const rest = local.offer(wakeUps);
+        if (rest.length === 0) {
+          void announcer.announce(notices);
+          return { rest, announced: Promise.resolve() };
+        }
         const spilled = new Set(rest.map((wakeUp) => wakeUp.inboxId));
         // Taken ones: out before their turn's events, on the same bus. Spilled ones: out before
         // their job is added, since a worker elsewhere may start at once.
@@ -145,12 +169,17 @@ export class TurnWorkers {
   }
 
   /**
-   * With in-process wake-ups: take BullMQ jobs only while a slot is free. A job taken with every
-   * slot busy would wait here while another process's free slot could run it.
+   * With in-process wake-ups and another process on the queue: take BullMQ jobs only while a slot
+   * is free. A job taken with every slot busy would wait here while the other's free slot could
+   * run it. Alone, jobs wait here for a slot as in-memory wake-ups do.
    */
-  private takeJobs(take: boolean): void {
+  private takeJobsWhileRoom(): void {
     const worker = this.worker;
-    if (!worker || this.stopping) return;
+    const local = this.local;
+    if (!worker || !local || this.stopping) return;
+    const take = !local.isFull() || !this.deps.inProcess?.sharing();
+    if (take === this.takingJobs) return;
+    this.takingJobs = take;
     if (take) void worker.resume();
     else void worker.pause(true);
   }
@@ -203,6 +232,7 @@ export class TurnWorkers {
     if (!this.worker) return;
     const worker = this.worker;
     this.stopping = true;
+    this.offSharingChange?.();
     const closing = Promise.all([
       // Its active jobs are interrupted at graceMs like every turn; past that plus a margin it is given up.
       closeWorker(worker, graceMs + WORKER_CLOSE_MARGIN_MS).then((closed) => {

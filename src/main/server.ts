@@ -22,6 +22,7 @@ import { Ingress } from "../gateway/ingress.js";
 import { MediaError } from "../gateway/media.js";
 import { InterruptBus } from "../bus/interrupt-bus.js";
 import { RedisKeys } from "../bus/keys.js";
+import { WorkerPresence } from "../bus/worker-presence.js";
 import { createLogger } from "../gateway/logger.js";
 import { createMetrics, eventLoopRole, type GatewayMetrics } from "../gateway/metrics.js";
 import { addHandOnWakeUp, addRetryWakeUp, createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
@@ -197,6 +198,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       // Tools run in the turn workers, so the processes that run workers start the MCP servers.
       if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
       const provider = options.provider ?? await createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
+      // Every process that runs turns says so, so that one holding in-memory wake-ups knows whether
+      // another would take them from the queue (bus/worker-presence.ts).
+      const presence = new WorkerPresence(queues.connection, keys.turnWorkers);
+      presence.start();
+      cleanups.push(() => presence.stop());
       const turnWorkers = new TurnWorkers({
         config, store, provider, events, metrics, logger, redisOptions, sendingPlatforms,
         tools: new ToolCatalog(mcp, logger),
@@ -209,6 +215,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
                   logger.warn({ conversationId, inboxId, err: err.message }, "turn to be retried; its wake-up goes through the queue");
                   void addRetryWakeUp(queues, conversationId, inboxId);
                 },
+                // With Redis down nobody else can take a wake-up: keep them all here.
+                sharing: () => presence.othersPresent() && queues.connection.status === "ready",
+                onSharingChange: (listener) => presence.onChange(listener),
               },
             }
           : {}),
