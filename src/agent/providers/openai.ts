@@ -6,6 +6,7 @@ import OpenAI from "openai";
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase } from "openai/resources/chat/completions";
 import type { CompletionRequest, CompletionResult, ModelProvider } from "../types.js";
 import { abortable, throwIfAborted } from "./abortable.js";
+import { createModelFetch } from "./model-fetch.js";
 import { ProviderAbortError, ProviderError } from "./errors.js";
 import { toProviderError } from "./openai-errors.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-wire.js";
@@ -24,7 +25,7 @@ export interface OpenAIProviderOptions {
   temperature?: number;
   /** A Retry-After longer than this is not waited out: the call fails with a retryable ProviderError. Default 60 s. */
   maxRetryAfterMs?: number;
-  /** The fetch the client uses; defaults to the global one. */
+  /** The fetch the client uses; defaults to one on undici's `request` (model-fetch.ts). */
   fetch?: FetchLike;
 }
 
@@ -49,7 +50,7 @@ export class OpenAIProvider implements ModelProvider {
       project: null,
       maxRetries: options.maxRetries ?? 3,
       timeout: this.timeoutMs,
-      fetch: capRetryAfter(options.fetch ?? globalThis.fetch, options.maxRetryAfterMs ?? 60_000),
+      fetch: capRetryAfter(options.fetch ?? createModelFetch(), options.maxRetryAfterMs ?? 60_000),
     });
   }
 
