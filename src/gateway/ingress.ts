@@ -135,7 +135,7 @@ export class Ingress implements GatewayIngress {
 
   /**
    * Hand new rows' wake-ups to this process's workers, which announce them and take those they
-   * have free slots for; the rest (all, without such workers) get BullMQ jobs once their notices
+   * have room for (local-wake-ups.ts); the rest (all, without such workers) get BullMQ jobs once their notices
    * are out (a worker elsewhere may start at once).
    */
   private async wakeUp(rows: readonly InboxRow[]): Promise<boolean> {

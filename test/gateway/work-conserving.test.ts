@@ -11,23 +11,13 @@ import { PRESENCE_INTERVAL_MS } from "../../src/bus/worker-presence.js";
 import { askApi, replyOf } from "../faults/http.js";
 import { transcriptProblems } from "../faults/transcript.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
+import { addedTurnJobs } from "../support/redis.js";
 import { spawnGatewayProcess, startTestGateway, waitFor, type GatewayProcess, type TestGateway } from "../support/gateway.js";
 
 const API_KEY = "work-conserving-key";
 /** Every model call takes this long before it answers: turns hold their slots. */
 const MODEL_DELAY_MS = 400;
 const SLOTS = 2;
-
-/** Jobs ever added to the turns queue of this prefix, as BullMQ's event stream tells them. */
-async function addedTurnJobs(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl);
-  try {
-    const entries = await redis.xrange(`${prefix}:turns:events`, "-", "+");
-    return entries.filter(([, fields]) => fields[0] === "event" && fields[1] === "added").length;
-  } finally {
-    redis.disconnect();
-  }
-}
 
 /**
  * Every process with workers announces itself each PRESENCE_INTERVAL_MS and counts the others

@@ -4,7 +4,6 @@
 import { readdirSync, writeFileSync } from "node:fs";
 import { getPriority } from "node:os";
 import { join, resolve } from "node:path";
-import { Redis } from "ioredis";
 import { STREAM_START } from "../../src/bus/event-bus.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askApi, replyOf } from "../faults/http.js";
@@ -13,23 +12,13 @@ import { inbound } from "../support/messages.js";
 import { transcriptProblems } from "../faults/transcript.js";
 import { MCP_SERVER_SCRIPT } from "../support/mcp-server.js";
 import { makeTempDir } from "../support/tmp.js";
+import { addedTurnJobs } from "../support/redis.js";
 import { SCHED_FIFO, SCHED_IDLE, SCHED_OTHER, schedulingPolicyOf } from "../../src/main/thread-priority.js";
 
 interface Health {
   workers: boolean;
   workers_thread?: { running: boolean; thread_id: number | null; restarts: number };
   mcp?: Record<string, { state: string; tools: number }>;
-}
-
-/** Jobs ever added to the turns queue of this prefix, as BullMQ's event stream tells them. */
-async function addedTurnJobs(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl);
-  try {
-    const entries = await redis.xrange(`${prefix}:turns:events`, "-", "+");
-    return entries.filter(([, fields]) => fields[0] === "event" && fields[1] === "added").length;
-  } finally {
-    redis.disconnect();
-  }
 }
 
 /** The process's threads the kernel runs under SCHED_IDLE. */

@@ -42,3 +42,14 @@ export async function deletePrefix(client: Redis, prefix: string): Promise<void>
     if (keys.length) await client.unlink(...keys);
   } while (cursor !== "0");
 }
+
+/** Jobs ever added to the turns queue of this prefix, as BullMQ's event stream tells them. */
+export async function addedTurnJobs(redisUrl: string, prefix: string): Promise<number> {
+  const redis = new Redis(redisOptionsFromUrl(redisUrl));
+  try {
+    const entries = await redis.xrange(`${prefix}:turns:events`, "-", "+");
+    return entries.filter(([, fields]) => fields[0] === "event" && fields[1] === "added").length;
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,12 +1,9 @@
 // Durable ingress on PostgreSQL: unique on (platform, platform_message_id) forever; a redelivery
 // that races the first delivery on another node waits for it and returns its row.
 import { INBOX_STATUSES, toInboxRow, type StoredInboxRow } from "../inbox.js";
-import { COMPRESSION_END_REASON } from "../sessions.js";
 import type { InboxInsert, InboxRow, InboxStatus } from "../types.js";
 import { clockSql, prepared, type Queryable } from "./connection.js";
-
-/** Guards the lineage walk against a corrupt parent cycle, as sessions.ts does. */
-const MAX_LINEAGE_DEPTH = 10_000;
+import { compressionParentStep } from "./sessions.js";
 
 const COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
 
@@ -46,13 +43,7 @@ const INSERT_PLACED = `
   lineage (ord, id, depth, path) AS (
     SELECT ord, live_id, 0, ARRAY[live_id] FROM given WHERE live_id IS NOT NULL
     UNION ALL
-    SELECT lineage.ord, s.parent_session_id, lineage.depth + 1, lineage.path || s.parent_session_id
-      FROM lineage
-      JOIN sessions s ON s.id = lineage.id
-      JOIN sessions parent ON parent.id = s.parent_session_id
-     WHERE parent.end_reason = '${COMPRESSION_END_REASON}'
-       AND NOT s.parent_session_id = ANY (lineage.path)
-       AND lineage.depth < ${MAX_LINEAGE_DEPTH}
+    ${compressionParentStep("lineage.ord,")}
   ),
   placed AS MATERIALIZED (
     SELECT given.*, COALESCE(given.session_id, root.id) AS target

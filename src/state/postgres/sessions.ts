@@ -10,6 +10,21 @@ const COLUMNS = "id, source, session_key, chat_id, thread_id, user_id, parent_se
 /** Guards against a corrupt parent cycle (besides the path check). */
 const MAX_LINEAGE_DEPTH = 10_000;
 
+/**
+ * The recursive step of a walk up a compression lineage (a CTE `lineage (…, id, depth, path)`):
+ * from a session to its parent while the parent ended in compression, never round a cycle.
+ * `carried` names columns of `lineage` carried along unchanged (with a trailing comma).
+ */
+export function compressionParentStep(carried = ""): string {
+  return `SELECT ${carried} s.parent_session_id, lineage.depth + 1, lineage.path || s.parent_session_id
+      FROM lineage
+      JOIN sessions s ON s.id = lineage.id
+      JOIN sessions parent ON parent.id = s.parent_session_id
+     WHERE parent.end_reason = '${COMPRESSION_END_REASON}'
+       AND NOT s.parent_session_id = ANY (lineage.path)
+       AND lineage.depth < ${MAX_LINEAGE_DEPTH}`;
+}
+
 /** Bound on the ids remembered as their own lineage root; the set starts over when full. */
 const MAX_KNOWN_ROOTS = 50_000;
 
@@ -50,13 +65,7 @@ const LINEAGE_ROOT = `
   WITH RECURSIVE lineage (id, depth, path) AS (
     SELECT $1::text, 0, ARRAY[$1::text]
     UNION ALL
-    SELECT s.parent_session_id, lineage.depth + 1, lineage.path || s.parent_session_id
-      FROM lineage
-      JOIN sessions s ON s.id = lineage.id
-      JOIN sessions parent ON parent.id = s.parent_session_id
-     WHERE parent.end_reason = '${COMPRESSION_END_REASON}'
-       AND NOT s.parent_session_id = ANY (lineage.path)
-       AND lineage.depth < ${MAX_LINEAGE_DEPTH}
+    ${compressionParentStep()}
   )
   SELECT lineage.id, (SELECT s.parent_session_id IS NULL FROM sessions s WHERE s.id = $1) AS parentless
     FROM lineage ORDER BY depth DESC LIMIT 1`;
