@@ -22,13 +22,19 @@ interface PendingFrame {
   offset: number | undefined;
   /** The other fields of the newest piece (turn_session_id, inbox_ids). */
   data: Record<string, unknown>;
-  timer: NodeJS.Timeout;
+  /** When the frame goes out (its first piece's time plus the interval). */
+  dueAt: number;
 }
 
 export type SendFrame = (sessionId: string, data: Record<string, unknown>) => void;
 
 export class DeltaCoalescer {
+  /**
+   * Every interval is the same, so insertion order is due order: one timer serves every session,
+   * waking for the oldest frame, instead of a timer per frame.
+   */
   private readonly pending = new Map<string, PendingFrame>();
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly send: SendFrame,
@@ -51,9 +57,8 @@ export class DeltaCoalescer {
       // A new segment of the reply (its offsets start again): the old one goes out first.
       this.flush(sessionId);
     }
-    const timer = setTimeout(() => this.flush(sessionId), this.intervalMs);
-    timer.unref();
-    this.pending.set(sessionId, { text, offset, data, timer });
+    this.pending.set(sessionId, { text, offset, data, dueAt: Date.now() + this.intervalMs });
+    this.timer ??= this.armFor(this.intervalMs);
   }
 
   /** Called just before a stored event of the session is published. */
@@ -75,13 +80,31 @@ export class DeltaCoalescer {
 
   /** Forget every pending frame (the bus is closing). */
   clear(): void {
-    for (const sessionId of [...this.pending.keys()]) this.drop(sessionId);
+    this.pending.clear();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
   }
 
   private drop(sessionId: string): void {
-    const frame = this.pending.get(sessionId);
-    if (!frame) return;
-    clearTimeout(frame.timer);
     this.pending.delete(sessionId);
+  }
+
+  private armFor(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => this.sendDue(), ms);
+    timer.unref();
+    return timer;
+  }
+
+  /** Sends the frames that are due, oldest first, and waits for the next one. */
+  private sendDue(): void {
+    this.timer = null;
+    const now = Date.now();
+    for (const [sessionId, frame] of this.pending) {
+      if (frame.dueAt > now) {
+        this.timer = this.armFor(frame.dueAt - now);
+        return;
+      }
+      this.flush(sessionId);
+    }
   }
 }

@@ -103,10 +103,14 @@ export class OpenAIProvider implements ModelProvider {
     const attempt = new AbortController();
     const stopOnAbort = (): void => attempt.abort(request.signal.reason);
     request.signal.addEventListener("abort", stopOnAbort, { once: true });
-    let idleTimer: ReturnType<typeof setTimeout> | undefined;
     let idle = false;
+    // One timer for the whole stream, pushed back by every chunk (refresh() allocates nothing).
+    let idleTimer: ReturnType<typeof setTimeout> | undefined;
     const armIdleTimer = (): void => {
-      clearTimeout(idleTimer);
+      if (idleTimer) {
+        idleTimer.refresh();
+        return;
+      }
       idleTimer = setTimeout(() => {
         idle = true;
         attempt.abort();
@@ -121,14 +125,13 @@ export class OpenAIProvider implements ModelProvider {
     let finished = false;
     try {
       stream = await abortable(pending, attempt.signal);
-      const iterator = stream[Symbol.asyncIterator]();
       const result = new StreamedResult();
       armIdleTimer();
-      while (true) {
-        const step = await abortable(iterator.next(), attempt.signal);
-        if (step.done) break;
+      // The request carries attempt.signal: an abort destroys the body, which ends this loop.
+      // No race per chunk against the signal, which cost a promise and a listener every chunk.
+      for await (const chunk of stream) {
         armIdleTimer();
-        const text = result.add(step.value);
+        const text = result.add(chunk);
         if (text) callDelta(onDelta, text);
       }
       finished = true;
