@@ -100,6 +100,11 @@ async function startMcpServers(config: GatewayConfig, logger: Logger, cleanups: 
   return servers;
 }
 
+/**
+ * Builds and starts a gateway process: the parts every process has, then the workers side and the
+ * HTTP side where asked for (each side's modules imported only then). A step that fails stops the
+ * steps before it.
+ */
 export async function startGateway(config: GatewayConfig, options: GatewayOptions): Promise<GatewayHandle> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const cleanups: Cleanups = [];
@@ -124,7 +129,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       if (Object.keys(config.mcpServers).length > 0) mcp = await startMcpServers(config, logger, cleanups);
       wakeUps = await startWorkers(core, options, mcp, cleanups);
     }
-    const port = options.http ? await (await import("./serve-http.js")).serveHttp(core, options, mcp, cleanups) : null;
+    let port: number | null = null;
+    if (options.http) {
+      const { serveHttp } = await import("./serve-http.js");
+      port = await serveHttp(core, options, mcp, cleanups);
+    }
     return {
       config,
       url: port !== null ? gatewayUrl(config.host, port) : null,
