@@ -1,6 +1,7 @@
 // The Telegram adapter: updates over the webhook (with a secret) or by long polling (one poller
-// per deployment, in the processes that run workers); replies through the Bot API as a reply to
-// the user's message, streamed as throttled edits of one message, split at 4,096 characters.
+// per deployment, in the processes that run workers: transports.ts); replies through the Bot API
+// as a reply to the user's message (reply.ts), streamed as throttled edits of one message, split
+// at 4,096 characters.
 //
 // Rate limits: a 429 (`parameters.retry_after`) on a preview or a delivery holds the chat back
 // in every process (shared Retry-After windows); the delivery is parked for that long by the
@@ -8,7 +9,7 @@
 // italic note. Typing: sendChatAction while a turn streams.
 import type { Logger } from "pino";
 import { LocalSingletonLocks, type SingletonLocks } from "../../bus/singleton-lock.js";
-import { RateLimitedError, type GatewayIngress, type OutboundReply, type PlatformAdapter, type SendResult } from "../../gateway/types.js";
+import { RateLimitedError, type OutboundReply, type PlatformAdapter, type SendResult } from "../../gateway/types.js";
 import { PartialSendTracker, sendParts } from "../shared/multipart-send.js";
 import { RetryAfterGate, type RateLimitGates } from "../shared/retry-after-gate.js";
 import type { MessagePoster } from "../shared/streaming.js";
@@ -16,16 +17,12 @@ import { createTelegramApi } from "./api.js";
 import { TELEGRAM_MAX_TEXT, type TelegramConfig } from "./config.js";
 import { fetchTelegramFile } from "./files.js";
 import { TelegramIdentity } from "./identity.js";
-import { createTelegramIntake } from "./intake.js";
 import { ChatPacer } from "./pacer.js";
-import { TelegramPoller } from "./poller.js";
 import { editPart, postPart, sendTyping, telegramReplyParts, telegramTarget } from "./reply.js";
-import { telegramRoutes } from "./routes.js";
-import { registerTelegramBot, type TelegramSetup } from "./setup.js";
 import { createTelegramStreamingReply, TELEGRAM_STREAM_EDIT_INTERVAL_MS } from "./streaming.js";
+import { telegramTransports } from "./transports.js";
 
-/** The lock that makes one process of the deployment the poller. */
-export const TELEGRAM_POLLER_LOCK = "telegram-poller";
+export { TELEGRAM_POLLER_LOCK } from "./transports.js";
 
 export interface TelegramAdapterDeps {
   logger: Logger;
@@ -52,10 +49,14 @@ export function createTelegramAdapter(config: TelegramConfig, deps: TelegramAdap
   // Per chat: a 429 on a preview also holds back the delivery that follows it, in every process.
   const gate = new RetryAfterGate(deps.rateLimits?.windows("telegram"));
   const pacer = new ChatPacer(TELEGRAM_STREAM_EDIT_INTERVAL_MS, now);
-  const locks = deps.locks ?? new LocalSingletonLocks();
-  const webhookSecret = config.webhookSecret;
-  let setup: TelegramSetup | null = null;
-  let poller: TelegramPoller | null = null;
+  const transports = telegramTransports(config, {
+    api,
+    identity,
+    locks: deps.locks ?? new LocalSingletonLocks(),
+    bodyLimitBytes: deps.bodyLimitBytes,
+    logger,
+    now,
+  });
 
   /** A preview waits its turn in the chat (the editor retries after the time given). */
   const pace = (chat: string): void => {
@@ -64,32 +65,11 @@ export function createTelegramAdapter(config: TelegramConfig, deps: TelegramAdap
     if (wait > 0) throw new RateLimitedError(wait, "Telegram preview paced");
   };
 
-  const intakeFor = (ingress: GatewayIngress) => createTelegramIntake(ingress, { identity, logger, now });
-
   const adapter: TelegramAdapter = {
     platform: "telegram",
     capabilities: { threads: true, edits: true, streaming: true, typing: true },
 
-    routes: webhookSecret
-      ? (ingress: GatewayIngress) =>
-          telegramRoutes({ secret: webhookSecret, bodyLimitBytes: deps.bodyLimitBytes, logger, intake: intakeFor(ingress) })
-      : undefined,
-
-    async start(ingress: GatewayIngress) {
-      await adapter.stop?.();
-      setup = registerTelegramBot(api, webhookSecret && config.webhookUrl ? { url: config.webhookUrl, secret: webhookSecret } : null, logger);
-      if (!webhookSecret) {
-        poller = new TelegramPoller({ api, lock: locks.lock(TELEGRAM_POLLER_LOCK), intake: intakeFor(ingress), logger });
-        poller.start();
-      }
-    },
-
-    async stop() {
-      setup?.stop();
-      setup = null;
-      await poller?.stop();
-      poller = null;
-    },
+    ...transports,
 
     async send(reply: OutboundReply): Promise<SendResult> {
       const target = telegramTarget(reply.target);

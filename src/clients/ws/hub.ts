@@ -1,34 +1,25 @@
-// The WebSocket hub on `/ws`: authenticates the upgrade, validates each frame, and routes it —
-// subscriptions to the registry, `send` and `interrupt` to the gateway ingress.
+// The WebSocket hub on `/ws`: its parts, one concern per file, wired together here —
+// upgrade-gate.ts decides which upgrades become connections, client.ts is one connection (its
+// send queue and backpressure), frame-router.ts checks and routes each frame, subscriptions.ts
+// relays the bus's events to subscribed clients, heartbeat.ts drops clients that stop answering.
 //
 // Frame size: frames up to `maxFrameBytes` are handled; larger ones up to `closeFrameBytes` get a
 // `frame_too_large` error frame and the connection lives on; beyond that `ws` closes the
 // connection with 1009 (it must not buffer unbounded input to answer politely).
 // Backpressure: a client whose unsent bytes exceed `maxBufferedBytes` is terminated; it reconnects
 // and subscribes with `since` to get what it missed.
-// Upgrades are refused, in this order: a host name the gateway does not answer (421), a page of
-// another origin (403), a bad or missing token (401) or too many wrong ones (429), and beyond the
-// connection caps, per process and per client address (503 with Retry-After).
 import type { IncomingMessage, Server } from "node:http";
-import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
-import { WebSocketServer, type RawData, type WebSocket } from "ws";
+import { WebSocketServer, type WebSocket } from "ws";
 import type { AcceptResult, GatewayIngress } from "../../gateway/types.js";
 import { NO_EXTRA_BROWSER_RULES, originAllowed } from "../browser-rules.js";
-import { authorise, refuseUpgrade, type Authenticate } from "./auth.js";
-import { HubClient } from "./client.js";
-import {
-  ackFrame,
-  parseClientFrame,
-  subscribedFrame,
-  unsubscribedFrame,
-  type ClientFrame,
-  type InterruptFrame,
-  type SendFrame,
-  type SubscribeFrame,
-} from "./frames.js";
+import type { Authenticate } from "./auth.js";
+import { HubClient, type HubClientOptions } from "./client.js";
+import { createFrameRouter, type FrameHandler } from "./frame-router.js";
+import type { SendFrame } from "./frames.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { SubscriptionRegistry, type HubEventSource } from "./subscriptions.js";
+import { ConnectionCounts, createUpgradeGate } from "./upgrade-gate.js";
 
 export interface WebSocketHubDeps {
   /** The EventBus (only subscribe and replay are used). */
@@ -80,161 +71,46 @@ const KIB = 1024;
 const CLOSE_GRACE_MS = 1000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 1_000;
-/** What a client refused for the caps is told to wait before trying again. */
-const FULL_RETRY_AFTER_SECONDS = 5;
 
 export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebSocketHub {
-  const path = deps.path ?? "/ws";
-  const maxFrameBytes = deps.maxFrameBytes ?? 64 * KIB;
-  const closeFrameBytes = Math.max(deps.closeFrameBytes ?? 1024 * KIB, maxFrameBytes);
-  const maxSubscriptions = deps.maxSubscriptionsPerClient ?? 100;
   const logger = deps.logger;
-  const clientOptions = {
+  const maxFrameBytes = deps.maxFrameBytes ?? 64 * KIB;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: Math.max(deps.closeFrameBytes ?? 1024 * KIB, maxFrameBytes),
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  const clients = new Set<HubClient>();
+  const registry = new SubscriptionRegistry(deps.bus, logger);
+  const stopHeartbeat = startHeartbeat(() => clients, deps.heartbeatIntervalMs ?? 30_000);
+  const onFrame = createFrameRouter({
+    registry,
+    ingress: deps.ingress,
+    onSend: deps.onSend,
+    logger,
+    maxFrameBytes,
+    maxSubscriptions: deps.maxSubscriptionsPerClient ?? 100,
+  });
+  const clientOptions: HubClientOptions = {
     maxBufferedBytes: deps.maxBufferedBytes ?? 8 * 1024 * KIB,
     maxQueuedFrames: deps.maxQueuedFrames ?? 256,
     logger,
   };
-
-  const wss = new WebSocketServer({ noServer: true, maxPayload: closeFrameBytes, perMessageDeflate: false, clientTracking: false });
-  const clients = new Set<HubClient>();
-  const registry = new SubscriptionRegistry(deps.bus, logger);
-  const stopHeartbeat = startHeartbeat(() => clients, deps.heartbeatIntervalMs ?? 30_000);
-  const hostAllowed = deps.hostAllowed ?? (() => true);
-  const isOriginAllowed = deps.originAllowed ?? ((req: IncomingMessage) => originAllowed(req, NO_EXTRA_BROWSER_RULES));
-  const addressOf = deps.clientAddress ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? "unknown");
-  const connections = new ConnectionCounts(deps.maxConnections ?? DEFAULT_MAX_CONNECTIONS, deps.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS);
   let closed = false;
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    socket.on("error", () => undefined);
-    const url = new URL(req.url ?? "/", "http://localhost");
-    if (url.pathname !== path) {
-      // Leave other paths to other upgrade handlers, if there are any.
-      if (server.listenerCount("upgrade") === 1) refuseUpgrade(socket, 404);
-      return;
-    }
-    if (closed) return refuseUpgrade(socket, 503);
-    if (!hostAllowed(req)) {
-      return refuseUpgrade(socket, 421, { message: "this gateway answers only its loopback host names and ALLOWED_HOSTS" });
-    }
-    if (!isOriginAllowed(req)) {
-      logger.info({ origin: req.headers.origin }, "websocket upgrade refused: origin not allowed");
-      return refuseUpgrade(socket, 403, { message: "pages from this origin may not connect; see ALLOWED_ORIGINS" });
-    }
-    const address = addressOf(req);
-    const auth = authorise(deps.authenticate, req, url);
-    if (typeof auth === "object") {
-      return refuseUpgrade(socket, 429, { message: "too many wrong API keys from this address", retryAfterSeconds: auth.retryAfterSeconds });
-    }
-    if (!auth) {
-      logger.info({ remote: address }, "websocket upgrade refused: bad or missing token");
-      return refuseUpgrade(socket, 401);
-    }
-    const full = connections.fullFor(address);
-    if (full) {
-      logger.info({ remote: address, limit: full }, "websocket upgrade refused: connection cap reached");
-      return refuseUpgrade(socket, 503, {
-        code: "too_many_connections",
-        message: full === "process" ? "this gateway has as many WebSocket connections as it takes" : "too many WebSocket connections from this address",
-        retryAfterSeconds: FULL_RETRY_AFTER_SECONDS,
-      });
-    }
-    // The slot is held from here until the socket closes, whether or not the handshake completes.
-    connections.open(address);
-    socket.once("close", () => connections.closed(address));
-    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws));
-  };
-
-  const onConnection = (ws: WebSocket): void => {
-    const client = new HubClient(ws, clientOptions);
-    clients.add(client);
-    logger.debug({ client: client.id }, "websocket client connected");
-    ws.on("message", (data, isBinary) => onFrame(client, data, isBinary));
-    ws.on("error", (err) => logger.debug({ err, client: client.id }, "websocket client error"));
-    ws.on("close", (code) => {
-      clients.delete(client);
-      registry.removeClient(client);
-      logger.debug({ client: client.id, code }, "websocket client disconnected");
-    });
-  };
-
-  const onFrame = (client: HubClient, data: RawData, isBinary: boolean): void => {
-    const size = byteLength(data);
-    if (size > maxFrameBytes) {
-      return client.enqueue(() =>
-        client.sendErrorFrame({ code: "frame_too_large", message: `frame of ${size} bytes exceeds the limit of ${maxFrameBytes} bytes` }),
-      );
-    }
-    if (isBinary) {
-      return client.enqueue(() => client.sendErrorFrame({ code: "bad_frame", message: "binary frames are not supported; send JSON text" }));
-    }
-    const parsed = parseClientFrame(rawText(data));
-    if (!parsed.ok) return client.enqueue(() => client.sendErrorFrame(parsed));
-    client.enqueue(() => dispatch(client, parsed.frame));
-  };
-
-  const dispatch = async (client: HubClient, frame: ClientFrame): Promise<void> => {
-    switch (frame.type) {
-      case "subscribe":
-        return subscribe(client, frame);
-      case "unsubscribe":
-        registry.unsubscribe(client, frame.session_id);
-        return client.send(unsubscribedFrame(frame.session_id));
-      case "send":
-        return send(client, frame);
-      case "interrupt":
-        return interrupt(client, frame);
-    }
-  };
-
-  const subscribe = async (client: HubClient, frame: SubscribeFrame): Promise<void> => {
-    if (!client.sessions.has(frame.session_id) && client.sessions.size >= maxSubscriptions) {
-      return client.sendErrorFrame(
-        { code: "too_many_subscriptions", message: `at most ${maxSubscriptions} subscriptions per connection` },
-        { session_id: frame.session_id },
-      );
-    }
-    try {
-      await registry.subscribe(client, frame.session_id, frame.since);
-    } catch (err) {
-      logger.error({ err, sessionId: frame.session_id }, "websocket subscribe failed");
-      return client.sendErrorFrame({ code: "unavailable", message: "events are unavailable; retry" }, { session_id: frame.session_id });
-    }
-    client.send(subscribedFrame(frame.session_id));
-  };
-
-  const send = async (client: HubClient, frame: SendFrame): Promise<void> => {
-    let outcome;
-    try {
-      outcome = await deps.onSend(frame);
-    } catch (err) {
-      logger.error({ err, sessionId: frame.session_id }, "websocket send: the gateway did not accept the message");
-      return client.sendErrorFrame(
-        { code: "internal", message: "the message was not accepted; retry" },
-        { session_id: frame.session_id, ...(frame.client_message_id ? { client_message_id: frame.client_message_id } : {}) },
-      );
-    }
-    const { clientMessageId, result } = outcome;
-    if (result.status === "rejected") {
-      return client.send(
-        ackFrame({ client_message_id: clientMessageId, status: "rejected", session_id: frame.session_id, reason: result.reason }),
-      );
-    }
-    client.send(ackFrame({ client_message_id: clientMessageId, status: result.status, session_id: result.sessionId }));
-  };
-
-  const interrupt = async (client: HubClient, frame: InterruptFrame): Promise<void> => {
-    try {
-      await deps.ingress.interrupt(frame.session_id, {
-        ...(frame.text !== undefined ? { text: frame.text } : {}),
-        ...(frame.hard !== undefined ? { hard: frame.hard } : {}),
-      });
-    } catch (err) {
-      logger.error({ err, sessionId: frame.session_id }, "websocket interrupt failed");
-      client.sendErrorFrame({ code: "internal", message: "the interrupt was not delivered; retry" }, { session_id: frame.session_id });
-    }
-  };
-
+  const onUpgrade = createUpgradeGate({
+    server,
+    path: deps.path ?? "/ws",
+    closed: () => closed,
+    hostAllowed: deps.hostAllowed ?? (() => true),
+    originAllowed: deps.originAllowed ?? ((req: IncomingMessage) => originAllowed(req, NO_EXTRA_BROWSER_RULES)),
+    authenticate: deps.authenticate,
+    clientAddress: deps.clientAddress ?? ((req: IncomingMessage) => req.socket.remoteAddress ?? "unknown"),
+    connections: new ConnectionCounts(deps.maxConnections ?? DEFAULT_MAX_CONNECTIONS, deps.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+    logger,
+    admit: (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => connect(ws, clientOptions, { clients, registry, onFrame, logger })),
+  });
   server.on("upgrade", onUpgrade);
 
   return {
@@ -250,61 +126,42 @@ export function attachWebSocketHub(server: Server, deps: WebSocketHubDeps): WebS
       server.off("upgrade", onUpgrade);
       stopHeartbeat();
       registry.close();
-      const closing = [...clients].map(
-        (client) =>
-          new Promise<void>((resolve) => {
-            if (client.socket.readyState === client.socket.CLOSED) return resolve();
-            const timer = setTimeout(() => client.terminate(), CLOSE_GRACE_MS);
-            client.socket.once("close", () => {
-              clearTimeout(timer);
-              resolve();
-            });
-            client.socket.close(1001, "server shutting down");
-          }),
-      );
-      await Promise.all(closing);
+      await Promise.all([...clients].map(closeClient));
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
 }
 
-/** Open connections, in total and per client address, against their caps. */
-class ConnectionCounts {
-  private total = 0;
-  private readonly perAddress = new Map<string, number>();
-
-  constructor(
-    private readonly max: number,
-    private readonly maxPerAddress: number,
-  ) {}
-
-  /** Which cap a new connection from `address` would break, if any. */
-  fullFor(address: string): "process" | "address" | null {
-    if (this.total >= this.max) return "process";
-    if ((this.perAddress.get(address) ?? 0) >= this.maxPerAddress) return "address";
-    return null;
-  }
-
-  open(address: string): void {
-    this.total++;
-    this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
-  }
-
-  closed(address: string): void {
-    this.total--;
-    const left = (this.perAddress.get(address) ?? 1) - 1;
-    if (left > 0) this.perAddress.set(address, left);
-    else this.perAddress.delete(address);
-  }
+interface HubParts {
+  clients: Set<HubClient>;
+  registry: SubscriptionRegistry;
+  onFrame: FrameHandler;
+  logger: Logger;
 }
 
-function byteLength(data: RawData): number {
-  if (Array.isArray(data)) return data.reduce((sum, part) => sum + part.length, 0);
-  return data instanceof ArrayBuffer ? data.byteLength : data.length;
+/** A completed handshake: a client whose frames are routed until it closes. */
+function connect(ws: WebSocket, options: HubClientOptions, { clients, registry, onFrame, logger }: HubParts): void {
+  const client = new HubClient(ws, options);
+  clients.add(client);
+  logger.debug({ client: client.id }, "websocket client connected");
+  ws.on("message", (data, isBinary) => onFrame(client, data, isBinary));
+  ws.on("error", (err) => logger.debug({ err, client: client.id }, "websocket client error"));
+  ws.on("close", (code) => {
+    clients.delete(client);
+    registry.removeClient(client);
+    logger.debug({ client: client.id, code }, "websocket client disconnected");
+  });
 }
 
-function rawText(data: RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
-  return data.toString("utf8");
+/** Closes a client with 1001; one that does not close within the grace time is terminated. */
+function closeClient(client: HubClient): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (client.socket.readyState === client.socket.CLOSED) return resolve();
+    const timer = setTimeout(() => client.terminate(), CLOSE_GRACE_MS);
+    client.socket.once("close", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    client.socket.close(1001, "server shutting down");
+  });
 }
