@@ -32,7 +32,7 @@ import { redisOptionsFromUrl } from "../bus/redis-url.js";
 import { SharedRateLimits } from "../bus/rate-limit-windows.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { RedisSingletonLocks } from "../bus/singleton-lock.js";
-import type { McpServers, McpServerStatus } from "../gateway/mcp/index.js";
+import type { McpServers, McpServerStatus } from "../agent/tools/mcp/index.js";
 import type { PlatformAdapter, TurnOutcome } from "../gateway/types.js";
 import type { WebSocketHub } from "../clients/ws/index.js";
 
@@ -98,7 +98,7 @@ export interface GatewayHandle {
 
 /** Loaded only when servers are configured: the SDK costs every process start a noticeable import. */
 async function startMcpServers(config: GatewayConfig, logger: Logger, cleanups: Array<() => Promise<void> | void>): Promise<McpServers> {
-  const { McpServers } = await import("../gateway/mcp/servers.js");
+  const { McpServers } = await import("../agent/tools/mcp/servers.js");
   const servers = new McpServers({ servers: config.mcpServers, logger, clientInfo: { name: "switchboard", version: VERSION } });
   cleanups.push(() => servers.close());
   await servers.start(MCP_START_WAIT_MS);
