@@ -8,7 +8,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Request, RequestHandler } from "express";
-import { sendError, type ErrorAnswer } from "../gateway/http-errors.js";
+import { errorAnswer, sendError, type ErrorAnswer } from "../gateway/http-errors.js";
 import { KeyAttempts } from "./key-attempts.js";
 
 export const TOKEN_COOKIE = "switchboard_token";
@@ -91,20 +91,10 @@ export interface ApiKeyGuardOptions {
 export function keyRefusal(decision: KeyDecision): ErrorAnswer | null {
   if (decision.ok) return null;
   if (decision.reason === "rate_limited") {
-    return {
-      status: 429,
-      code: "too_many_failed_keys",
-      message: `too many wrong API keys from this address; retry in ${decision.retryAfterSeconds} s`,
-      headers: { "Retry-After": String(decision.retryAfterSeconds) },
-    };
+    const seconds = decision.retryAfterSeconds;
+    return errorAnswer("too_many_failed_keys", `too many wrong API keys from this address; retry in ${seconds} s`, { "Retry-After": String(seconds) });
   }
-  const missing = decision.reason === "missing";
-  return {
-    status: 401,
-    code: missing ? "missing_api_key" : "invalid_api_key",
-    message: missing ? "missing API key: send Authorization: Bearer <key>" : "invalid API key",
-    headers: { "WWW-Authenticate": 'Bearer realm="switchboard"' },
-  };
+  return errorAnswer(decision.reason === "missing" ? "missing_api_key" : "invalid_api_key", undefined, { "WWW-Authenticate": 'Bearer realm="switchboard"' });
 }
 
 export function requireApiKey(keys: ApiKeyCheck, options: ApiKeyGuardOptions): RequestHandler {
@@ -115,6 +105,6 @@ export function requireApiKey(keys: ApiKeyCheck, options: ApiKeyGuardOptions): R
       next();
       return;
     }
-    sendError(res, refusal.status, refusal.code, refusal.message, { headers: refusal.headers });
+    sendError(res, refusal.code, refusal.message, refusal.headers);
   };
 }

@@ -67,34 +67,20 @@ export function originAllowed(req: IncomingMessage, rules: BrowserRules): boolea
   return own !== null && new URL(origin).host === own.host;
 }
 
-/** What a no-key gateway answers a request for any other host name (Express and the HTTP fast path). */
-export const HOST_NOT_ALLOWED = {
-  status: 421,
-  code: "host_not_allowed",
-  message: "this gateway answers only its loopback host names and ALLOWED_HOSTS",
-} as const;
-
 /** The no-key gateway's Host check, first on every route: 421 for any other host name. */
 export function hostGuard(rules: BrowserRules): RequestHandler {
   return (req, res, next) => {
     if (hostAllowed(req, rules)) return next();
-    sendError(res, HOST_NOT_ALLOWED.status, HOST_NOT_ALLOWED.code, HOST_NOT_ALLOWED.message);
+    sendError(res, "host_not_allowed");
   };
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** What a state-changing request from a foreign page is answered (Express and the HTTP fast path). */
-export const ORIGIN_NOT_ALLOWED = {
-  status: 403,
-  code: "origin_not_allowed",
-  message: "requests from this origin are not allowed; see ALLOWED_ORIGINS",
-} as const;
-
 /** State-changing requests from a foreign page are refused (403), whatever credentials they carry. */
 export function originGuard(rules: BrowserRules): RequestHandler {
   return (req, res, next) => {
     if (SAFE_METHODS.has(req.method) || originAllowed(req, rules)) return next();
-    sendError(res, ORIGIN_NOT_ALLOWED.status, ORIGIN_NOT_ALLOWED.code, ORIGIN_NOT_ALLOWED.message);
+    sendError(res, "origin_not_allowed");
   };
 }

@@ -4,7 +4,7 @@ import { AggregatorRegistry } from "prom-client";
 import type { Redis } from "ioredis";
 import type { SessionStore } from "../state/types.js";
 import type { GatewayMetrics } from "../gateway/metrics.js";
-import type { McpServerStatus } from "../gateway/mcp/index.js";
+import type { McpServerStatus } from "../agent/tools/mcp/index.js";
 import { withTimeout, type GatewayQueues } from "../gateway/queues.js";
 
 export interface HealthDeps {

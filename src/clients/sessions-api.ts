@@ -16,7 +16,7 @@ function listLimit(value: unknown): number {
   if (value === undefined) return DEFAULT_SESSION_LIST_LIMIT;
   const limit = typeof value === "string" && /^\d{1,7}$/.test(value) ? Number(value) : NaN;
   if (!(limit >= 1 && limit <= MAX_SESSION_LIST_LIMIT)) {
-    throw new HttpError(400, "invalid_limit", `limit must be an integer from 1 to ${MAX_SESSION_LIST_LIMIT}`);
+    throw new HttpError("invalid_limit", `limit must be an integer from 1 to ${MAX_SESSION_LIST_LIMIT}`);
   }
   return limit;
 }
@@ -28,7 +28,7 @@ function listLimit(value: unknown): number {
 export function requireJsonContent(req: IncomingMessage, _res: ServerResponse, next: (err?: unknown) => void): void {
   const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
   if (type !== "application/json") {
-    next(new HttpError(415, "unsupported_media_type", "send the body as Content-Type: application/json"));
+    next(new HttpError("unsupported_media_type"));
     return;
   }
   next();
@@ -65,7 +65,7 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
 
   router.get("/api/sessions/:id/messages", async (req, res) => {
     const id = req.params.id;
-    if (!(await store.getSession(id))) throw new HttpError(404, "session_not_found", `no session ${id}`);
+    if (!(await store.getSession(id))) throw new HttpError("session_not_found", `no session ${id}`);
     const rows = await store.getMessages(id);
     // A compacted session goes on in a child: say where, so clients can follow the conversation.
     const tip = await store.resolveTip(id);
@@ -104,7 +104,7 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
     const attachmentId = Number(req.params.attachmentId);
     const attachment = Number.isSafeInteger(attachmentId) && attachmentId > 0 ? await store.getAttachment(attachmentId) : null;
     // Only through the session whose transcript holds it.
-    if (!attachment || attachment.session_id !== id) throw new HttpError(404, "attachment_not_found", `no attachment ${req.params.attachmentId} in session ${id}`);
+    if (!attachment || attachment.session_id !== id) throw new HttpError("attachment_not_found", `no attachment ${req.params.attachmentId} in session ${id}`);
     res.setHeader("Content-Type", attachment.content_type);
     res.setHeader("Content-Length", String(attachment.data.byteLength));
     // Stored user content: shown as the image it is, never run as a page.
@@ -118,10 +118,10 @@ export function sessionsRouter(store: SessionStore, ingress: GatewayIngress, bod
     const parsed = interruptBody.safeParse(req.body ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new HttpError(400, "invalid_body", `${issue.path.join(".") || "body"}: ${issue.message}`);
+      throw new HttpError("invalid_body", `${issue.path.join(".") || "body"}: ${issue.message}`);
     }
     const id = req.params.id;
-    if (!(await store.getSession(id))) throw new HttpError(404, "session_not_found", `no session ${id}`);
+    if (!(await store.getSession(id))) throw new HttpError("session_not_found", `no session ${id}`);
     await ingress.interrupt(id, parsed.data);
     res.status(202).json({ interrupted: true, session_id: id, hard: parsed.data.hard ?? false });
   });

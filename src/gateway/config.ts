@@ -1,6 +1,6 @@
 // The settings the core runs with. The composition root (main/config.ts) loads them from the
 // environment and the YAML file, with the adapters' and clients' sections beside them.
-import type { McpServerConfig } from "./mcp/config.js";
+import type { McpServerConfig } from "../agent/tools/mcp/config.js";
 import type { MediaSettings } from "./media.js";
 
 export const BUSY_MODES = ["queue", "interrupt", "collect", "steer"] as const;

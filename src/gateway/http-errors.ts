@@ -1,22 +1,43 @@
-// JSON errors with stable codes: {"error":{"message","type","code"}}.
+// JSON errors with stable codes: {"error":{"message","type","code"}}. Every code, with its status
+// and default message, is in the catalogue (shared/error-catalogue.ts); these write them.
 import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, Response } from "express";
 import type { Logger } from "pino";
+import { HTTP_ERRORS, type HttpErrorCode } from "../shared/error-catalogue.js";
 
+export type { HttpErrorCode };
+
+/** An error answer: a catalogue code with its status, a message, and any headers. */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly code: HttpErrorCode;
+  readonly message: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** The catalogue's answer for `code`, with the caller's own message where it knows more. */
+export function errorAnswer(code: HttpErrorCode, message: string = HTTP_ERRORS[code].message, headers?: Record<string, string>): ErrorAnswer {
+  const status = HTTP_ERRORS[code].status;
+  return headers ? { status, code, message, headers } : { status, code, message };
+}
+
+/** An error answer thrown by a route: the JSON error handler (or the HTTP fast path) writes it. */
 export class HttpError extends Error implements ErrorAnswer {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
+    readonly code: HttpErrorCode,
+    message: string = HTTP_ERRORS[code].message,
     readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = "HttpError";
+    this.status = HTTP_ERRORS[code].status;
   }
 }
 
 /** The error `type` every JSON error of the project uses for a status. */
-export const typeForStatus = (status: number): string =>
+const typeForStatus = (status: number): string =>
   status === 401 ? "authentication_error"
   : status === 404 ? "not_found_error"
   : status === 409 ? "conflict_error"
@@ -25,25 +46,15 @@ export const typeForStatus = (status: number): string =>
   : status >= 500 ? "server_error"
   : "invalid_request_error";
 
-/** What an error answer may carry besides its message and code. */
-export interface ErrorExtras {
-  /** Response headers (e.g. `WWW-Authenticate`). */
-  headers?: Record<string, string>;
-  /** Top-level fields beside `error` (e.g. the `session_id` a webhook answer names). */
-  fields?: Record<string, unknown>;
-}
-
 /** The project's JSON error body; the `type` follows from the status. */
-export function errorBody(status: number, code: string, message: string): { error: { message: string; type: string; code: string } } {
-  return { error: { message, type: typeForStatus(status), code } };
+export function errorBody(error: ErrorAnswer): { error: { message: string; type: string; code: string } } {
+  return { error: { message: error.message, type: typeForStatus(error.status), code: error.code } };
 }
 
-/** An error answer decided before a route runs (the browser rules, the API key, the body limit). */
-export interface ErrorAnswer {
-  readonly status: number;
-  readonly code: string;
-  readonly message: string;
-  readonly headers?: Readonly<Record<string, string>>;
+/** A plain route's error answer (status and JSON body); `fields` go beside `error` (e.g. a `session_id`). */
+export function plainError(code: HttpErrorCode, message?: string, fields?: Record<string, unknown>): { status: number; json: unknown } {
+  const answer = errorAnswer(code, message);
+  return { status: answer.status, json: { ...errorBody(answer), ...fields } };
 }
 
 /**
@@ -56,22 +67,21 @@ export function writeJson(res: ServerResponse, status: number, json: unknown, he
   res.end(body);
 }
 
-/** An error answer on a bare node:http response, in the project's JSON error shape. */
+/** An error answer on a bare node:http response (the HTTP fast path). */
 export function writeError(res: ServerResponse, error: ErrorAnswer): void {
-  writeJson(res, error.status, errorBody(error.status, error.code, error.message), error.headers);
+  writeJson(res, error.status, errorBody(error), error.headers);
 }
 
-/** Answer with the project's JSON error shape; the `type` follows from the status. */
-export function sendError(res: Response, status: number, code: string, message: string, extras: ErrorExtras = {}): void {
-  for (const [k, v] of Object.entries(extras.headers ?? {})) res.setHeader(k, v);
-  res.status(status).json({ ...errorBody(status, code, message), ...extras.fields });
+/** An error answer through express. */
+function sendAnswer(res: Response, error: ErrorAnswer): void {
+  for (const [k, v] of Object.entries(error.headers ?? {})) res.setHeader(k, v);
+  res.status(error.status).json(errorBody(error));
 }
 
-/** A body over the configured limit: the body parser's error, and the HTTP fast path's. */
-export const BODY_TOO_LARGE = { status: 413, code: "body_too_large", message: "request body is larger than the configured limit" } as const;
-
-/** A JSON body that does not parse: the body parser's error, and the HTTP fast path's. */
-export const MALFORMED_JSON = { status: 400, code: "malformed_json", message: "request body is not valid JSON" } as const;
+/** Answer an express request with the catalogue's error `code`, and the caller's message where it knows more. */
+export function sendError(res: Response, code: HttpErrorCode, message?: string, headers?: Record<string, string>): void {
+  sendAnswer(res, errorAnswer(code, message, headers));
+}
 
 interface BodyParserError {
   type?: string;
@@ -92,24 +102,25 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     if (err instanceof HttpError) {
-      sendError(res, err.status, err.code, err.message, { headers: err.headers });
+      sendAnswer(res, err);
       return;
     }
     const parserError = err as BodyParserError;
     if (parserError?.type === "entity.too.large") {
-      sendError(res, BODY_TOO_LARGE.status, BODY_TOO_LARGE.code, BODY_TOO_LARGE.message);
+      sendError(res, "body_too_large");
       return;
     }
     if (parserError?.type === "entity.parse.failed") {
-      sendError(res, MALFORMED_JSON.status, MALFORMED_JSON.code, MALFORMED_JSON.message);
+      sendError(res, "malformed_json");
       return;
     }
     const status = parserError?.status ?? parserError?.statusCode;
     if (status && status >= 400 && status < 500) {
-      sendError(res, status, "bad_request", parserError.expose && parserError.message ? parserError.message : "bad request");
+      // bad_request keeps the refused request's own 4xx status (415 for a charset, 403, ...).
+      sendAnswer(res, { ...errorAnswer("bad_request", parserError.expose && parserError.message ? parserError.message : undefined), status });
       return;
     }
     logger.error({ err, path: req.path, method: req.method }, "unhandled request error");
-    sendError(res, 500, "internal_error", "internal server error");
+    sendError(res, "internal_error");
   };
 }

@@ -3,7 +3,7 @@
 // deriving JSON schemas and validators per turn would cost more than a turn's SQL reads.
 import type { Logger } from "pino";
 import { createBuiltinTools, type ToolRegistry } from "../agent/index.js";
-import type { McpServers } from "./mcp/index.js";
+import type { McpServers } from "../agent/tools/mcp/index.js";
 
 export class ToolCatalog {
   private readonly registries = new Map<string, ToolRegistry>();

@@ -45,7 +45,7 @@ export function buildApp(parts: AppParts): Express {
   app.use(PROTECTED_PREFIXES, guard);
   for (const router of parts.protectedRoutes) app.use(router);
   app.use((req, res) => {
-    sendError(res, 404, "not_found", `no route for ${req.method} ${req.path}`);
+    sendError(res, "not_found", `no route for ${req.method} ${req.path}`);
   });
   app.use(jsonErrorHandler(parts.logger));
   return app;

@@ -1,13 +1,13 @@
 // Configuration: environment variables plus an optional YAML file, validated at start with
 // errors that name the bad key. Environment wins over the file. The core's settings are read
 // here; each adapter's section (its YAML key, variables, defaults and checks) lives in the
-// adapter's folder, and this loader composes them (gateway/config-section.ts).
+// adapter's folder, and this loader composes them (shared/config-section.ts).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { z } from "zod";
 import { adapterConfigSections } from "../adapters/config-sections.js";
 import { BUSY_MODES, type CoreConfig } from "../gateway/config.js";
-import { mcpConfigSection } from "../gateway/mcp/config.js";
+import { mcpConfigSection } from "../agent/tools/mcp/config.js";
 import {
   ConfigError,
   envValue,
@@ -16,7 +16,7 @@ import {
   sectionSchemas,
   type Env,
   type SectionSettings,
-} from "../gateway/config-section.js";
+} from "../shared/config-section.js";
 import { DEFAULT_MEDIA_SETTINGS } from "../gateway/media.js";
 import { DEFAULT_POOL_SIZE } from "../state/store-options.js";
 

@@ -7,8 +7,7 @@
 // (413 once the body is read off, as the body parser does), the same JSON errors.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { HOST_NOT_ALLOWED } from "../clients/browser-rules.js";
-import { BODY_TOO_LARGE, writeError, writeJson } from "../gateway/http-errors.js";
+import { errorAnswer, writeError, writeJson } from "../gateway/http-errors.js";
 import type { DirectPostRoute, PlainAnswer, PlainPostRoute } from "../gateway/types.js";
 
 export interface FastPathOptions {
@@ -25,7 +24,10 @@ export interface FastPathOptions {
   onAnswered?: (path: string, seconds: number) => void;
 }
 
-const INTERNAL_ERROR = { status: 500, code: "internal_error", message: "internal server error" } as const;
+// The answers express gives the same requests (its error handler, body parser and Host rule).
+const INTERNAL_ERROR = errorAnswer("internal_error");
+const BODY_TOO_LARGE = errorAnswer("body_too_large");
+const HOST_NOT_ALLOWED = errorAnswer("host_not_allowed");
 
 export function withFastPath(options: FastPathOptions): RequestListener {
   const { fallback, hostAllowed, logger } = options;

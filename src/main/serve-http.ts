@@ -14,7 +14,7 @@ import { sessionsRouter } from "../clients/sessions-api.js";
 import { adminRouter } from "../clients/admin.js";
 import { consoleRouter } from "../clients/console.js";
 import { acceptSend, attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
-import type { McpServers } from "../gateway/mcp/index.js";
+import type { McpServers } from "../agent/tools/mcp/index.js";
 import { buildApp } from "./app.js";
 import type { Cleanups } from "./cleanups.js";
 import type { GatewayCore } from "./gateway-parts.js";

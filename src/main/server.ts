@@ -18,7 +18,7 @@ import { createLogger } from "../gateway/logger.js";
 import { createMetrics, eventLoopRole, type GatewayMetrics } from "../gateway/metrics.js";
 import type { GatewayQueues } from "../gateway/queues.js";
 import type { WakeUpSink } from "../gateway/local-wake-ups.js";
-import type { McpServers, McpServerStatus } from "../gateway/mcp/index.js";
+import type { McpServers, McpServerStatus } from "../agent/tools/mcp/index.js";
 import type { TurnOutcome } from "../gateway/types.js";
 import { runCleanups, type Cleanups } from "./cleanups.js";
 import {
@@ -93,7 +93,7 @@ export interface GatewayHandle {
 
 /** Loaded only when servers are configured: the SDK costs every process start a noticeable import. */
 async function startMcpServers(config: GatewayConfig, logger: Logger, cleanups: Array<() => Promise<void> | void>): Promise<McpServers> {
-  const { McpServers } = await import("../gateway/mcp/servers.js");
+  const { McpServers } = await import("../agent/tools/mcp/servers.js");
   const servers = new McpServers({ servers: config.mcpServers, logger, clientInfo: { name: "switchboard", version: VERSION } });
   cleanups.push(() => servers.close());
   await servers.start(MCP_START_WAIT_MS);

@@ -6,7 +6,7 @@ import { createProvider } from "../agent/providers/index.js";
 import { WorkerPresence } from "../bus/worker-presence.js";
 import { DeliveryWorkers } from "../gateway/delivery-worker.js";
 import type { WakeUpSink } from "../gateway/local-wake-ups.js";
-import type { McpServers } from "../gateway/mcp/index.js";
+import type { McpServers } from "../agent/tools/mcp/index.js";
 import { MediaError } from "../gateway/media.js";
 import { addHandOnWakeUp, addRetryWakeUp } from "../gateway/queues.js";
 import { Reconciler } from "../gateway/reconciler.js";

@@ -2,7 +2,7 @@
 import type { WakeUp } from "../gateway/local-wake-ups.js";
 import type { QueuedNotice } from "../gateway/queued-notices.js";
 import type { TurnOutcome } from "../gateway/types.js";
-import type { McpServerStatus } from "../gateway/mcp/index.js";
+import type { McpServerStatus } from "../agent/tools/mcp/index.js";
 
 /** Given to the thread at its start. */
 export interface WorkersThreadData {

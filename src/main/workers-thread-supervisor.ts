@@ -10,7 +10,7 @@ import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { SessionStore } from "../state/types.js";
 import { recoveryJobId, withTimeout, type GatewayQueues } from "../gateway/queues.js";
-import type { McpServerStatus } from "../gateway/mcp/index.js";
+import type { McpServerStatus } from "../agent/tools/mcp/index.js";
 import type { Spilled, WakeUp, WakeUpSink } from "../gateway/local-wake-ups.js";
 import type { QueuedNotice } from "../gateway/queued-notices.js";
 import type { TurnOutcome } from "../gateway/types.js";

@@ -1,5 +1,5 @@
 // The map stays true: every import in src/ points down the layers of docs/ARCHITECTURE.md,
-// main -> (adapters, clients) -> gateway -> (agent, bus) -> state.
+// main -> (adapters, clients) -> gateway -> (agent, bus) -> state, and `shared` below them all.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -8,6 +8,7 @@ const SRC = resolve(import.meta.dirname, "..", "..", "src");
 
 /** A folder may import folders of a lower rank, and its own files; never one of its rank or above. */
 const RANK: Record<string, number> = {
+  shared: -1,
   state: 0,
   console: 0,
   agent: 1,
@@ -71,8 +72,10 @@ describe("import direction", () => {
     expect(breaksIn(at("adapters/slack/adapter.ts"), 'import "../../clients/auth.js";')).toHaveLength(1);
     expect(breaksIn(at("bus/event-bus.ts"), 'import type { G } from "../gateway/types.js";')).toHaveLength(1);
     expect(breaksIn(at("clients/auth.ts"), 'import { z } from "../adapters/index.js";')).toHaveLength(1);
+    expect(breaksIn(at("shared/retry-after.ts"), 'import type { S } from "../state/types.js";')).toHaveLength(1);
     // Downward and same-folder imports are fine.
     expect(breaksIn(at("main/server.ts"), 'import { a } from "../adapters/index.js";\nimport { b } from "./config.js";')).toEqual([]);
     expect(breaksIn(at("gateway/ingress.ts"), 'import type { S } from "../state/types.js";')).toEqual([]);
+    expect(breaksIn(at("agent/tools/mcp/config.ts"), 'import { intFrom } from "../../../shared/config-section.js";')).toEqual([]);
   });
 });

@@ -18,7 +18,7 @@ const LAZY = new Set([
   "adapters/whatsapp/index.ts",
   "adapters/slack/socket-mode.ts",
   "agent/providers/openai.ts",
-  "gateway/mcp/servers.ts",
+  "agent/tools/mcp/servers.ts",
   "main/migrate-store-command.ts",
   "state/postgres/postgres-store.ts",
 ]);

@@ -1,6 +1,6 @@
 // Discord adapter settings and their config section (YAML `discord:`, DISCORD_* variables).
 import { z } from "zod";
-import { envValue, type ConfigSection } from "../../gateway/config-section.js";
+import { envValue, type ConfigSection } from "../../shared/config-section.js";
 
 export interface DiscordConfig {
   /** DISCORD_BOT_TOKEN: the gateway bot and channel messages. */

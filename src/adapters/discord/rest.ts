@@ -1,6 +1,6 @@
 // Discord REST calls (fetch), with failures mapped onto the gateway's send errors.
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
-import { parseRetryAfter, secondsToMs } from "../../agent/providers/retry-after.js";
+import { parseRetryAfter, secondsToMs } from "../../shared/retry-after.js";
 
 export interface DiscordMessageBody {
   content: string;

@@ -39,20 +39,20 @@ export function discordRoutes(ingress: GatewayIngress, ctx: DiscordRouteContext)
     );
     if (!check.ok) {
       log.warn({ reason: check.reason }, "discord interaction refused");
-      sendError(res, 401, "invalid_signature", check.reason);
+      sendError(res, "invalid_signature", check.reason);
       return;
     }
     let body: unknown;
     try {
       body = JSON.parse(raw.toString("utf8"));
     } catch {
-      sendError(res, 400, "malformed_request", "body is not JSON");
+      sendError(res, "malformed_request", "body is not JSON");
       return;
     }
     const parsed = InteractionSchema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      sendError(res, 400, "malformed_request", `invalid interaction: ${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}`);
+      sendError(res, "malformed_request", `invalid interaction: ${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}`);
       return;
     }
     const interaction = parsed.data;

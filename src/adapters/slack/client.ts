@@ -9,7 +9,7 @@ import {
   type Logger as SlackLogger,
 } from "@slack/web-api";
 import type { Logger } from "pino";
-import { secondsToMs } from "../../agent/providers/retry-after.js";
+import { secondsToMs } from "../../shared/retry-after.js";
 import { createSlackFetch, SLACK_CALL_TIMEOUT_MS } from "./buffered-fetch.js";
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
 

@@ -2,7 +2,7 @@
 // sends replies; events arrive over the signed HTTP Events API (signing secret), over Socket Mode
 // (app-level token), or both.
 import { z } from "zod";
-import { ConfigError, envValue, type ConfigSection } from "../../gateway/config-section.js";
+import { ConfigError, envValue, type ConfigSection } from "../../shared/config-section.js";
 
 export interface SlackConfig {
   /** SLACK_SIGNING_SECRET: verifies requests to /slack/events and /slack/commands; unset: no HTTP routes. */

@@ -3,7 +3,7 @@
 // framework in it, so the Express route and the HTTP server's fast path give the same answers.
 import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
-import { errorBody } from "../../gateway/http-errors.js";
+import { plainError as error } from "../../gateway/http-errors.js";
 import type { PlainAnswer } from "../../gateway/types.js";
 import { headerValue as header } from "../shared/headers.js";
 import { SlackEnvelopeSchema } from "./events.js";
@@ -29,8 +29,6 @@ export function verifySlackRequest(signingSecret: string, headers: IncomingHttpH
   );
 }
 
-const error = (status: number, code: string, message: string): PlainAnswer => ({ status, json: errorBody(status, code, message) });
-
 const OK: PlainAnswer = { status: 200 };
 
 export function slackEventsAnswer(ctx: SlackEventsContext): SlackEventsAnswer {
@@ -39,13 +37,13 @@ export function slackEventsAnswer(ctx: SlackEventsContext): SlackEventsAnswer {
     const check = verifySlackRequest(ctx.signingSecret, headers, body, ctx.now());
     if (!check.ok) {
       log.warn({ reason: check.reason }, "slack event refused");
-      return error(401, "invalid_signature", check.reason);
+      return error("invalid_signature", check.reason);
     }
     const parsed = SlackEnvelopeSchema.safeParse(parseJson(body));
-    if (!parsed.success) return error(400, "malformed_request", "body is not a Slack event payload");
+    if (!parsed.success) return error("malformed_request", "body is not a Slack event payload");
     const envelope = parsed.data;
     if (envelope.type === "url_verification") {
-      if (!envelope.challenge) return error(400, "malformed_request", "url_verification without challenge");
+      if (!envelope.challenge) return error("malformed_request", "url_verification without challenge");
       return { status: 200, json: { challenge: envelope.challenge } };
     }
     if (envelope.type !== "event_callback") return OK;
@@ -56,7 +54,7 @@ export function slackEventsAnswer(ctx: SlackEventsContext): SlackEventsAnswer {
     } catch (err) {
       // Not recorded: a non-2xx answer makes Slack deliver the event again.
       log.error({ err, eventId: envelope.event_id }, "slack event could not be recorded");
-      return error(503, "dependency_unavailable", "message could not be recorded; retry later");
+      return error("dependency_unavailable");
     }
     return OK;
   };

@@ -26,7 +26,7 @@ export function slackRoutes(ctx: SlackRouteContext): Router {
     const check = verifySlackRequest(ctx.signingSecret, req.headers, raw, ctx.now());
     if (!check.ok) {
       log.warn({ reason: check.reason }, "slack command refused");
-      sendError(res, 401, "invalid_signature", check.reason);
+      sendError(res, "invalid_signature", check.reason);
       return;
     }
     const form = new URLSearchParams(raw.toString("utf8"));
@@ -39,11 +39,11 @@ export function slackRoutes(ctx: SlackRouteContext): Router {
       outcome = await ctx.intake.command(form);
     } catch (error) {
       log.error({ err: error }, "slack command could not be recorded");
-      sendError(res, 503, "dependency_unavailable", "command could not be recorded; retry later");
+      sendError(res, "dependency_unavailable", "command could not be recorded; retry later");
       return;
     }
     if (outcome.kind === "invalid") {
-      sendError(res, 400, "malformed_request", outcome.reason);
+      sendError(res, "malformed_request", outcome.reason);
       return;
     }
     res.status(200).json(slackCommandResponse(outcome));

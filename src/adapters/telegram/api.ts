@@ -3,7 +3,7 @@
 // retries here: the deliveries ledger owns retries and Retry-After.
 import { Api, GrammyError, HttpError } from "grammy";
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
-import { secondsToMs } from "../../agent/providers/retry-after.js";
+import { secondsToMs } from "../../shared/retry-after.js";
 
 /** A Bot API call that hangs longer than this is abandoned (and retried by its caller). */
 export const TELEGRAM_REQUEST_TIMEOUT_SECONDS = 75;

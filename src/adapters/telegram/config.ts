@@ -2,7 +2,7 @@
 // The bot token turns Telegram on. Updates arrive over the webhook when a secret is set, by long
 // polling otherwise.
 import { z } from "zod";
-import { ConfigError, envValue, type ConfigSection, type Env } from "../../gateway/config-section.js";
+import { ConfigError, envValue, type ConfigSection, type Env } from "../../shared/config-section.js";
 
 export interface TelegramConfig {
   /** TELEGRAM_BOT_TOKEN (`<bot id>:<secret>` from BotFather). */

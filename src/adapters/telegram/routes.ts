@@ -24,20 +24,20 @@ export function telegramRoutes(ctx: TelegramRouteContext): Router {
     const given = req.get(TELEGRAM_SECRET_HEADER);
     if (given === undefined || !safeEqual(given, ctx.secret)) {
       ctx.logger.warn({ present: given !== undefined }, "telegram webhook refused: wrong or missing secret token");
-      sendError(res, 401, "invalid_secret_token", "missing or wrong X-Telegram-Bot-Api-Secret-Token");
+      sendError(res, "invalid_secret_token");
       return;
     }
     let body: unknown;
     try {
       body = JSON.parse(readRawBody(req).toString("utf8"));
     } catch {
-      sendError(res, 400, "malformed_request", "body is not JSON");
+      sendError(res, "malformed_request", "body is not JSON");
       return;
     }
     try {
       const outcome = await ctx.intake.update(body);
       if (outcome.kind === "malformed") {
-        sendError(res, 400, "malformed_request", "body is not a Telegram update");
+        sendError(res, "malformed_request", "body is not a Telegram update");
         return;
       }
       // No `method` field: Telegram would otherwise take the answer for a Bot API call.
@@ -45,7 +45,7 @@ export function telegramRoutes(ctx: TelegramRouteContext): Router {
       res.status(200).json({ status });
     } catch (error) {
       ctx.logger.error({ err: (error as Error).message }, "telegram update could not be recorded");
-      sendError(res, 503, "dependency_unavailable", "update could not be recorded; retry later");
+      sendError(res, "dependency_unavailable", "update could not be recorded; retry later");
     }
   });
   return router;

@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
-import { errorBody } from "../../gateway/http-errors.js";
+import { plainError as error } from "../../gateway/http-errors.js";
 import type { AcceptResult, GatewayIngress, InboundMessage, PlainAnswer, TurnOutcome } from "../../gateway/types.js";
 import { headerValue } from "../shared/headers.js";
 import { parseWebhookBody, type WebhookBody } from "./body.js";
@@ -30,12 +30,6 @@ export interface WebhookAnswerContext {
 }
 
 export type WebhookAnswer = (routeName: string, headers: IncomingHttpHeaders, body: Buffer) => Promise<PlainAnswer>;
-
-/** The project's JSON error, with top-level fields after it as sendError writes them. */
-const error = (status: number, code: string, message: string, fields?: Record<string, unknown>): PlainAnswer => ({
-  status,
-  json: { ...errorBody(status, code, message), ...fields },
-});
 
 /** The delivery's dedupe id, from what the signature covers (see the top of this file). */
 function deliveryId(headers: IncomingHttpHeaders, route: WebhookRouteConfig, body: WebhookBody, raw: Buffer): string {
@@ -77,14 +71,14 @@ export function webhookAnswer(ingress: GatewayIngress, ctx: WebhookAnswerContext
   const log = ctx.logger;
   return async (routeName, headers, raw) => {
     const route = Object.hasOwn(ctx.routes, routeName) ? ctx.routes[routeName] : undefined;
-    if (!route) return error(404, "unknown_route", `unknown webhook route '${routeName}'`);
+    if (!route) return error("unknown_route", `unknown webhook route '${routeName}'`);
     const check = verifyWebhook(route.style, route.secret, (name) => headerValue(headers, name), raw, ctx.now());
     if (!check.ok) {
       log.warn({ route: routeName, reason: check.reason }, "webhook refused");
-      return error(401, "invalid_signature", check.reason);
+      return error("invalid_signature", check.reason);
     }
     const parsed = parseWebhookBody(raw);
-    if (!parsed.ok) return error(400, "invalid_body", parsed.message);
+    if (!parsed.ok) return error("invalid_body", parsed.message);
     const id = deliveryId(headers, route, parsed.body, raw);
     const message = toInboundMessage(routeName, route, id, parsed.body, ctx.now());
     let result: AcceptResult;
@@ -92,10 +86,10 @@ export function webhookAnswer(ingress: GatewayIngress, ctx: WebhookAnswerContext
       result = await ingress.accept(message);
     } catch (err) {
       log.error({ err, route: routeName }, "webhook could not be recorded");
-      return error(503, "dependency_unavailable", "message could not be recorded; retry later");
+      return error("dependency_unavailable");
     }
     // The gateway refuses input it cannot take (empty, too long): a client error, not a conflict.
-    if (result.status === "rejected") return error(400, "message_rejected", `message rejected: ${result.reason}`);
+    if (result.status === "rejected") return error("message_rejected", `message rejected: ${result.reason}`);
     if (result.status === "duplicate") return { status: 200, json: { duplicate: true } };
     if (route.reply === "callback") return { status: 202, json: { accepted: true, session_id: result.sessionId } };
     const timeoutMs = route.sync_timeout_ms ?? ctx.syncTimeoutMs;
@@ -104,12 +98,12 @@ export function webhookAnswer(ingress: GatewayIngress, ctx: WebhookAnswerContext
       outcome = await ingress.waitForOutcome(result.inboxId, timeoutMs, result.sessionId, { recordedNow: true });
     } catch (err) {
       log.warn({ err, route: routeName, inboxId: result.inboxId }, "webhook sync reply timed out");
-      return error(504, "reply_timeout", `no reply within ${timeoutMs} ms; the message is still being processed`, {
+      return error("reply_timeout", `no reply within ${timeoutMs} ms; the message is still being processed`, {
         session_id: result.sessionId,
       });
     }
-    if (outcome.status === "failed") return error(502, "turn_failed", "the turn failed", { session_id: outcome.sessionId });
-    if (outcome.status === "rejected") return error(409, "turn_rejected", "the turn was rejected", { session_id: outcome.sessionId });
+    if (outcome.status === "failed") return error("turn_failed", undefined, { session_id: outcome.sessionId });
+    if (outcome.status === "rejected") return error("turn_rejected", undefined, { session_id: outcome.sessionId });
     const answer: Record<string, unknown> = { reply: outcome.reply ?? "", session_id: outcome.sessionId };
     if (outcome.status === "interrupted") answer.status = "interrupted";
     return { status: 200, json: answer };

@@ -12,7 +12,7 @@
 // redirect is followed: a 3xx is an answer like any other that is not 2xx.
 import { request } from "undici";
 import { PermanentSendError, RateLimitedError, type OutboundReply } from "../../gateway/types.js";
-import { parseRetryAfter } from "../../agent/providers/retry-after.js";
+import { parseRetryAfter } from "../../shared/retry-after.js";
 import { boundedPool } from "../shared/bounded-pool.js";
 import { optionalString, requiredString } from "../shared/target.js";
 import type { WebhookRoutes } from "./config.js";

@@ -1,7 +1,7 @@
 // Webhook routes and their config section (YAML only):
 // `webhooks: {<route>: {secret, style: github | standard, reply: sync | callback, callback_url?, sync_timeout_ms?}}`.
 import { z } from "zod";
-import type { ConfigSection } from "../../gateway/config-section.js";
+import type { ConfigSection } from "../../shared/config-section.js";
 
 export const WEBHOOK_ROUTE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 

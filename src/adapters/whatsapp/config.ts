@@ -2,7 +2,7 @@
 // defaults and validation, in one place. All four credentials turn it on together; any one of
 // them alone is a configuration error that names what is missing.
 import { z } from "zod";
-import { ConfigError, type ConfigSection, type Env } from "../../gateway/config-section.js";
+import { ConfigError, type ConfigSection, type Env } from "../../shared/config-section.js";
 
 export interface WhatsAppConfig {
   /** WHATSAPP_ACCESS_TOKEN: a system user's (or the test) access token; sends replies. */

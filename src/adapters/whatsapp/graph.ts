@@ -3,7 +3,7 @@
 // send errors: rate limits -> RateLimitedError (the ledger waits and retries), credentials and
 // bad requests -> PermanentSendError, the rest (5xx, transient, network) -> retried.
 import { PermanentSendError, RateLimitedError } from "../../gateway/types.js";
-import { parseRetryAfter } from "../../agent/providers/retry-after.js";
+import { parseRetryAfter } from "../../shared/retry-after.js";
 
 /** Which limit was hit: the business number's throughput, or messages to one person. */
 export type WhatsAppLimitScope = "number" | "pair";

@@ -30,12 +30,12 @@ export function whatsappRoutes(ctx: WhatsAppRouteContext): Router {
     const query = queryOf(req);
     if (query.get("hub.mode") !== "subscribe" || !verifyTokenMatches(ctx.verifyToken, query.get("hub.verify_token"))) {
       log.warn("whatsapp webhook verification refused");
-      sendError(res, 403, "verification_failed", "hub.mode must be subscribe and hub.verify_token must match WHATSAPP_VERIFY_TOKEN");
+      sendError(res, "verification_failed");
       return;
     }
     const challenge = query.get("hub.challenge");
     if (!challenge || challenge.length > MAX_CHALLENGE_LENGTH) {
-      sendError(res, 400, "invalid_challenge", "hub.challenge is missing or too long");
+      sendError(res, "invalid_challenge");
       return;
     }
     // Plain text, never sniffed as HTML: the challenge is echoed as Meta sent it.
@@ -47,12 +47,12 @@ export function whatsappRoutes(ctx: WhatsAppRouteContext): Router {
     const check = verifyWhatsAppSignature(ctx.appSecret, req.get(WHATSAPP_SIGNATURE_HEADER), raw);
     if (!check.ok) {
       log.warn({ reason: check.reason }, "whatsapp webhook refused");
-      sendError(res, 401, "invalid_signature", check.reason);
+      sendError(res, "invalid_signature", check.reason);
       return;
     }
     const parsed = parseWhatsAppWebhook(raw);
     if (!parsed.ok) {
-      sendError(res, 400, "invalid_body", parsed.message);
+      sendError(res, "invalid_body", parsed.message);
       return;
     }
     if (parsed.webhook.object !== WHATSAPP_OBJECT) {
@@ -66,7 +66,7 @@ export function whatsappRoutes(ctx: WhatsAppRouteContext): Router {
     } catch (error) {
       // Not (all) recorded: a non-2xx answer makes Meta deliver the body again.
       log.error({ err: error }, "whatsapp webhook could not be recorded");
-      sendError(res, 503, "dependency_unavailable", "message could not be recorded; retry later");
+      sendError(res, "dependency_unavailable");
       return;
     }
     res.status(200).json(summary);

@@ -6,7 +6,7 @@
 // client iterates as is (it reads any async-iterable body), and the client's own abort signal
 // and timeout bound the call.
 import { request, Agent, type Dispatcher } from "undici";
-import type { FetchLike } from "./retry-after.js";
+import type { FetchLike } from "./retry-after-cap.js";
 
 /** What the openai client reads of a response: status, headers, and the body as a stream or whole. */
 class ModelResponse {

@@ -2,7 +2,7 @@
 // (and the client with it).
 import { APIConnectionError, APIError, OpenAIError } from "openai";
 import { isRetryableStatus, ProviderError } from "./errors.js";
-import { retryAfterMsFrom } from "./retry-after.js";
+import { retryAfterMsFrom } from "../../shared/retry-after.js";
 
 /** Maps whatever the client or the stream threw to a ProviderError. */
 export function toProviderError(err: unknown): ProviderError {

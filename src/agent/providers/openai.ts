@@ -1,6 +1,6 @@
 // The OpenAI-compatible model provider, on the official `openai` client.
 // Streams when the caller watches deltas; the client retries 408/409/429/5xx and connection
-// failures with backoff, honouring Retry-After (capped, see retry-after.ts); an abort stops the
+// failures with backoff, honouring Retry-After (capped, see retry-after-cap.ts); an abort stops the
 // call at once, even while the client sleeps before a retry or a stream hangs.
 import OpenAI from "openai";
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase } from "openai/resources/chat/completions";
@@ -10,7 +10,7 @@ import { createModelFetch } from "./model-fetch.js";
 import { ProviderAbortError, ProviderError } from "./errors.js";
 import { toProviderError } from "./openai-errors.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-wire.js";
-import { capRetryAfter, type FetchLike } from "./retry-after.js";
+import { capRetryAfter, type FetchLike } from "./retry-after-cap.js";
 import { ToolCallAssembler } from "./tool-call-assembler.js";
 
 export interface OpenAIProviderOptions {

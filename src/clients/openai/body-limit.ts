@@ -2,7 +2,7 @@
 // message's worth of them (their own caps apply when they are decoded); everything else in the
 // body keeps to the configured limit.
 import type { CoreConfig } from "../../gateway/config.js";
-import { BODY_TOO_LARGE, HttpError } from "../../gateway/http-errors.js";
+import { HttpError } from "../../gateway/http-errors.js";
 import { inlineImageChars } from "./images.js";
 
 type LimitConfig = Pick<CoreConfig, "bodyLimitBytes" | "media">;
@@ -15,6 +15,6 @@ export function parserLimitBytes({ bodyLimitBytes, media }: LimitConfig): number
 /** Throws 413 when the body, less its inline images, is over the configured limit. */
 export function checkBodyLimit(config: LimitConfig, bodyBytes: number, body: unknown): void {
   if (bodyBytes - inlineImageChars(body) > config.bodyLimitBytes) {
-    throw new HttpError(BODY_TOO_LARGE.status, BODY_TOO_LARGE.code, BODY_TOO_LARGE.message);
+    throw new HttpError("body_too_large");
   }
 }

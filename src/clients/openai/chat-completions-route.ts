@@ -3,7 +3,7 @@
 // It takes only requests express's parser would read as plain UTF-8 JSON; any other (another
 // charset or media type, no body at all) goes to express, which answers it as before.
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
-import { HttpError, MALFORMED_JSON, writeError } from "../../gateway/http-errors.js";
+import { HttpError, writeError } from "../../gateway/http-errors.js";
 import type { DirectPostRoute } from "../../gateway/types.js";
 import type { ProtectedAccess } from "../protected-access.js";
 import { checkBodyLimit, parserLimitBytes } from "./body-limit.js";
@@ -64,4 +64,4 @@ function parseJsonBody(body: Buffer): unknown {
   }
 }
 
-const malformed = (): HttpError => new HttpError(MALFORMED_JSON.status, MALFORMED_JSON.code, MALFORMED_JSON.message);
+const malformed = (): HttpError => new HttpError("malformed_json");

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { EventSubscriber } from "../../bus/types.js";
 import type { CoreConfig } from "../../gateway/config.js";
-import { HttpError, writeJson } from "../../gateway/http-errors.js";
+import { errorBody, HttpError, writeJson } from "../../gateway/http-errors.js";
 import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
 import type { SessionStore } from "../../state/types.js";
 import { chatCompletion, completionChunk, completionId, usageChunk, type CompletionMeta } from "./completion.js";
@@ -89,7 +89,7 @@ async function prepare(deps: ApiServerDeps, call: ChatCompletionCall): Promise<P
     idempotencyKey = idempotencyKeyHeader(headerText(call.headers, "idempotency-key"));
     request = parseChatRequest(call.body);
   } catch (err) {
-    if (err instanceof RequestError) throw new HttpError(400, err.code, err.message);
+    if (err instanceof RequestError) throw new HttpError(err.code, err.message);
     throw err;
   }
   // Decoded and fetched before anything is recorded: a refused image refuses the request whole.
@@ -128,7 +128,7 @@ async function prepare(deps: ApiServerDeps, call: ChatCompletionCall): Promise<P
 
 async function accept(deps: ApiServerDeps, inbound: InboundMessage): Promise<Exclude<AcceptResult, { status: "rejected" }>> {
   const result = await deps.ingress.accept(inbound);
-  if (result.status === "rejected") throw new HttpError(400, "message_rejected", `message rejected: ${result.reason}`);
+  if (result.status === "rejected") throw new HttpError("message_rejected", `message rejected: ${result.reason}`);
   return result;
 }
 
@@ -142,12 +142,12 @@ async function waitForOutcome(deps: ApiServerDeps, inboxId: number, conversation
 
 function timeoutError(err: unknown): HttpError | null {
   if (!(err instanceof Error) || err.name !== "OutcomeTimeoutError") return null;
-  return new HttpError(504, "turn_timeout", err.message);
+  return new HttpError("turn_timeout", err.message);
 }
 
 function failureOf(result: TurnResult): HttpError | null {
-  if (result.status === "failed") return new HttpError(502, "turn_failed", result.reply ? `the turn failed: ${result.reply}` : "the turn failed");
-  if (result.status === "rejected") return new HttpError(400, "message_rejected", result.reply ? `message rejected: ${result.reply}` : "message rejected");
+  if (result.status === "failed") return new HttpError("turn_failed", result.reply ? `the turn failed: ${result.reply}` : undefined);
+  if (result.status === "rejected") return new HttpError("message_rejected", result.reply ? `message rejected: ${result.reply}` : undefined);
   return null;
 }
 
@@ -208,7 +208,7 @@ async function streamCompletion(deps: ApiServerDeps, prepared: PreparedRequest, 
     if (!res.headersSent) throw err;
     const known = err instanceof HttpError ? err : null;
     if (!known) logger.error({ err }, "api: streaming completion failed");
-    sendErrorChunk(sse, known ?? new HttpError(500, "internal_error", "internal server error"));
+    sendErrorChunk(sse, known ?? new HttpError("internal_error"));
   } finally {
     unsubscribe();
   }
@@ -244,8 +244,7 @@ function resultOfEnd(end: TurnEnd): TurnResult {
 }
 
 function sendErrorChunk(sse: SseWriter, error: HttpError): void {
-  const type = error.status >= 500 ? "server_error" : "invalid_request_error";
-  sse.send({ error: { message: error.message, type, code: error.code } });
+  sse.send(errorBody(error));
   sse.end();
 }
 

@@ -1,7 +1,7 @@
 // The images of an API request's new message, in hand before the message is recorded: data URLs
 // are decoded, https URLs fetched (public addresses only, within the caps and the time limit).
 // Every image is checked by its bytes (PNG, JPEG, GIF, WebP); the caps answer 413.
-import { HttpError } from "../../gateway/http-errors.js";
+import { HttpError, type HttpErrorCode } from "../../gateway/http-errors.js";
 import { downloadMedia } from "../../gateway/media-download.js";
 import { publicImageUrlCheck } from "../../gateway/media-url-policy.js";
 import { checkImage, checkMessageImages, formatBytes, MediaError, type MediaSettings } from "../../gateway/media.js";
@@ -86,15 +86,14 @@ export function inlineImageChars(body: unknown): number {
   return total;
 }
 
-const HTTP_CODES: Record<MediaError["code"], [number, string]> = {
-  too_large: [413, "image_too_large"],
-  unsupported_type: [400, "invalid_image"],
-  invalid_image: [400, "invalid_image"],
-  blocked_url: [400, "invalid_image_url"],
-  fetch_failed: [400, "image_fetch_failed"],
+const HTTP_CODES: Record<MediaError["code"], HttpErrorCode> = {
+  too_large: "image_too_large",
+  unsupported_type: "invalid_image",
+  invalid_image: "invalid_image",
+  blocked_url: "invalid_image_url",
+  fetch_failed: "image_fetch_failed",
 };
 
 function httpErrorOf(err: MediaError): HttpError {
-  const [status, code] = HTTP_CODES[err.code];
-  return new HttpError(status, code, err.message);
+  return new HttpError(HTTP_CODES[err.code], err.message);
 }

@@ -1,6 +1,7 @@
 // The OpenAI-compatible chat completion request: validation with errors that name the bad field,
 // and the headers that address a session (X-Session-Id) and dedupe retries (Idempotency-Key).
 import { z } from "zod";
+import type { HttpErrorCode } from "../../shared/error-catalogue.js";
 
 const textPart = z.looseObject({
   type: z.literal("text"),
@@ -77,7 +78,7 @@ export interface ChatRequest {
 
 export class RequestError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: HttpErrorCode,
     message: string,
   ) {
     super(message);

@@ -29,7 +29,7 @@ export function createApiServerRouter(deps: ApiServerDeps): Router {
   router.get("/v1/models/:id", (req, res) => {
     const served = model();
     if (req.params.id !== served.id) {
-      sendError(res, 404, "model_not_found", `The model '${req.params.id}' does not exist; this server serves '${served.id}'`);
+      sendError(res, "model_not_found", `The model '${req.params.id}' does not exist; this server serves '${served.id}'`);
       return;
     }
     res.json(served);

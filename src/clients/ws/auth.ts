@@ -1,8 +1,9 @@
 // Who may upgrade: the token comes from `Authorization: Bearer <token>` or `?token=<token>` (a
 // browser cannot put a header on a WebSocket); a refused upgrade gets a plain HTTP status line
 // with a JSON body and the socket is closed.
-import type { IncomingMessage } from "node:http";
+import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
+import { errorAnswer, type HttpErrorCode } from "../../gateway/http-errors.js";
 
 /** Whether the token may connect: true, false (401), or a rate limit (429). */
 export type AuthResult = boolean | { retryAfterSeconds: number };
@@ -28,35 +29,22 @@ export function authorise(authenticate: Authenticate, req: IncomingMessage, url:
   }
 }
 
-export type RefusalStatus = 400 | 401 | 403 | 404 | 421 | 429 | 503;
-
-const REASONS: Record<RefusalStatus, [reason: string, code: string]> = {
-  400: ["Bad Request", "bad_request"],
-  401: ["Unauthorized", "unauthorized"],
-  403: ["Forbidden", "origin_not_allowed"],
-  404: ["Not Found", "not_found"],
-  421: ["Misdirected Request", "host_not_allowed"],
-  429: ["Too Many Requests", "too_many_failed_keys"],
-  503: ["Service Unavailable", "unavailable"],
-};
-
 export interface Refusal {
-  /** The error body's message; the status's reason phrase by default. */
+  /** The error body's message; the catalogue's by default. */
   message?: string;
-  /** Overrides the status's usual code. */
-  code?: string;
   retryAfterSeconds?: number;
 }
 
-/** Answer an upgrade request with an HTTP error and close the socket once it is written. */
-export function refuseUpgrade(socket: Duplex, status: RefusalStatus, refusal: Refusal = {}): void {
+/** Answer an upgrade request with the catalogue's error `code` and close the socket once it is written. */
+export function refuseUpgrade(socket: Duplex, code: HttpErrorCode, refusal: Refusal = {}): void {
+  const { status, message } = errorAnswer(code, refusal.message);
   const extraHeaders = [
     ...(status === 401 ? ['WWW-Authenticate: Bearer realm="switchboard"'] : []),
     ...(refusal.retryAfterSeconds !== undefined ? [`Retry-After: ${refusal.retryAfterSeconds}`] : []),
   ];
   if (socket.writable) {
-    const [reason, defaultCode] = REASONS[status];
-    const body = JSON.stringify({ error: { message: refusal.message ?? reason, type: "websocket_upgrade", code: refusal.code ?? defaultCode } });
+    const reason = STATUS_CODES[status] ?? "Error";
+    const body = JSON.stringify({ error: { message, type: "websocket_upgrade", code } });
     socket.once("finish", () => socket.destroy());
     socket.end(
       [

@@ -2,7 +2,7 @@
 // arrival order (a subscribe is in place before a later unsubscribe runs), and answers pings.
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
-import { errorFrame, type FrameError } from "./frames.js";
+import { errorFrame, frameError, type FrameError } from "./frames.js";
 
 export interface HubClientOptions {
   /** A client whose unsent bytes exceed this is dropped (it reconnects with `since`). */
@@ -54,7 +54,7 @@ export class HubClient {
   /** Run `task` after every frame that arrived before it. */
   enqueue(task: () => Promise<void> | void): void {
     if (this.queued >= this.options.maxQueuedFrames) {
-      this.sendErrorFrame({ code: "busy", message: "too many frames waiting; slow down" });
+      this.sendErrorFrame(frameError("busy"));
       return;
     }
     this.queued++;
@@ -64,7 +64,7 @@ export class HubClient {
       })
       .catch((err: unknown) => {
         this.options.logger.error({ err, client: this.id }, "websocket frame handler failed");
-        this.sendErrorFrame({ code: "internal", message: "internal error" });
+        this.sendErrorFrame(frameError("internal"));
       })
       .finally(() => {
         this.queued--;

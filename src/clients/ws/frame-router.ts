@@ -7,6 +7,7 @@ import type { AcceptResult, GatewayIngress } from "../../gateway/types.js";
 import type { HubClient } from "./client.js";
 import {
   ackFrame,
+  frameError,
   parseClientFrame,
   subscribedFrame,
   unsubscribedFrame,
@@ -75,7 +76,7 @@ export function createFrameRouter(deps: FrameRouterDeps): FrameHandler {
       await registry.subscribe(client, frame.session_id, frame.since);
     } catch (err) {
       logger.error({ err, sessionId: frame.session_id }, "websocket subscribe failed");
-      return client.sendErrorFrame({ code: "unavailable", message: "events are unavailable; retry" }, { session_id: frame.session_id });
+      return client.sendErrorFrame(frameError("unavailable"), { session_id: frame.session_id });
     }
     client.send(subscribedFrame(frame.session_id));
   };

@@ -10,18 +10,7 @@
 // Frames of one connection are answered in the order they were sent.
 import { z } from "zod";
 import type { GatewayEvent } from "../../gateway/types.js";
-
-export type ErrorCode =
-  | "bad_json"
-  | "bad_frame"
-  | "unknown_type"
-  | "frame_too_large"
-  | "too_many_subscriptions"
-  | "busy"
-  | "unavailable"
-  /** `since` is older than what the session's stream still stores: some events cannot be replayed. */
-  | "events_trimmed"
-  | "internal";
+import { FRAME_ERRORS, type FrameErrorCode } from "../../shared/error-catalogue.js";
 
 // The same rule as the API's X-Session-Id: a client-addressed session is one id on every surface.
 const SessionId = z
@@ -61,8 +50,13 @@ export type InterruptFrame = z.infer<typeof InterruptFrame>;
 export type ClientFrame = SubscribeFrame | UnsubscribeFrame | SendFrame | InterruptFrame;
 
 export interface FrameError {
-  code: ErrorCode;
+  code: FrameErrorCode;
   message: string;
+}
+
+/** The catalogue's error for `code`, with the caller's own message where it knows more. */
+export function frameError(code: FrameErrorCode, message: string = FRAME_ERRORS[code]): FrameError {
+  return { code, message };
 }
 
 export type ParsedFrame = { ok: true; frame: ClientFrame } | ({ ok: false } & FrameError);
@@ -77,7 +71,7 @@ export function parseClientFrame(text: string): ParsedFrame {
   try {
     value = JSON.parse(text);
   } catch {
-    return { ok: false, code: "bad_json", message: "frame is not valid JSON" };
+    return { ok: false, ...frameError("bad_json") };
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, code: "bad_frame", message: "frame must be a JSON object" };

@@ -37,31 +37,30 @@ export function createUpgradeGate(deps: UpgradeGateDeps): UpgradeHandler {
     const url = new URL(req.url ?? "/", "http://localhost");
     if (url.pathname !== path) {
       // Leave other paths to other upgrade handlers, if there are any.
-      if (server.listenerCount("upgrade") === 1) refuseUpgrade(socket, 404);
+      if (server.listenerCount("upgrade") === 1) refuseUpgrade(socket, "not_found");
       return;
     }
-    if (deps.closed()) return refuseUpgrade(socket, 503);
+    if (deps.closed()) return refuseUpgrade(socket, "unavailable");
     if (!hostAllowed(req)) {
-      return refuseUpgrade(socket, 421, { message: "this gateway answers only its loopback host names and ALLOWED_HOSTS" });
+      return refuseUpgrade(socket, "host_not_allowed");
     }
     if (!deps.originAllowed(req)) {
       logger.info({ origin: req.headers.origin }, "websocket upgrade refused: origin not allowed");
-      return refuseUpgrade(socket, 403, { message: "pages from this origin may not connect; see ALLOWED_ORIGINS" });
+      return refuseUpgrade(socket, "origin_not_allowed", { message: "pages from this origin may not connect; see ALLOWED_ORIGINS" });
     }
     const address = deps.clientAddress(req);
     const auth = authorise(deps.authenticate, req, url);
     if (typeof auth === "object") {
-      return refuseUpgrade(socket, 429, { message: "too many wrong API keys from this address", retryAfterSeconds: auth.retryAfterSeconds });
+      return refuseUpgrade(socket, "too_many_failed_keys", { retryAfterSeconds: auth.retryAfterSeconds });
     }
     if (!auth) {
       logger.info({ remote: address }, "websocket upgrade refused: bad or missing token");
-      return refuseUpgrade(socket, 401);
+      return refuseUpgrade(socket, "unauthorized");
     }
     const full = connections.fullFor(address);
     if (full) {
       logger.info({ remote: address, limit: full }, "websocket upgrade refused: connection cap reached");
-      return refuseUpgrade(socket, 503, {
-        code: "too_many_connections",
+      return refuseUpgrade(socket, "too_many_connections", {
         message: full === "process" ? "this gateway has as many WebSocket connections as it takes" : "too many WebSocket connections from this address",
         retryAfterSeconds: FULL_RETRY_AFTER_SECONDS,
       });

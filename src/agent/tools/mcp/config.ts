@@ -1,7 +1,7 @@
 // The settings of the MCP tool servers, and their config section: the YAML file's `mcp_servers`
 // (main/config.ts composes it with the other sections).
 import { z } from "zod";
-import { intFrom, type ConfigSection } from "../config-section.js";
+import { intFrom, type ConfigSection } from "../../../shared/config-section.js";
 
 /** A server the gateway starts as a child process and speaks to over its stdin/stdout. */
 export interface McpStdioTransportConfig {

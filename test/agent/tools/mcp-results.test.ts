@@ -1,8 +1,8 @@
 // What the model reads from MCP tool calls, and the names it sees them under.
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { callFailure, resultText } from "../../src/gateway/mcp/results.js";
-import { offeredToolName } from "../../src/gateway/mcp/tool-names.js";
+import { callFailure, resultText } from "../../../src/agent/tools/mcp/results.js";
+import { offeredToolName } from "../../../src/agent/tools/mcp/tool-names.js";
 
 describe("MCP tool results as text", () => {
   it("joins text blocks, describes binary ones and inlines embedded text resources", () => {

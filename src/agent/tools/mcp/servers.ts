@@ -3,7 +3,7 @@
 // /health, and closed (children included) when the gateway stops. A server that cannot start
 // never stops the gateway: it is logged, reported, retried, and its tools are not offered.
 import type { Logger } from "pino";
-import type { JsonSchemaTool } from "../../agent/index.js";
+import type { JsonSchemaTool } from "../registry.js";
 import { offeredOn, type McpServerConfig } from "./config.js";
 import { McpConnection, type McpServerStatus } from "./connection.js";
 import { offeredToolName } from "./tool-names.js";

@@ -7,13 +7,6 @@
 // the limit again while waiting that fraction longer costs nothing. A wait is never negative: an
 // HTTP date in the past, or a negative number in a header, is 0 ms. Numbers are read strictly
 // (`Number`, not `parseFloat`): "1.5s" is not a number, and is then tried as an HTTP date.
-//
-// Below: Retry-After handling around the openai client. The client (6.x) honours Retry-After and
-// retry-after-ms on 408/409/429/5xx but waits for any length the server names, with no cap and
-// without watching the abort signal. A server asking for minutes (a spent quota) would hold a turn
-// and its session lease that long, so longer waits are surfaced as an error instead.
-
-export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** A number of seconds (a JSON number, or its text) as whole ms, rounded up; null unless a finite number >= 0. */
 export function secondsToMs(value: unknown): number | null {
@@ -40,20 +33,4 @@ export function retryAfterMsFrom(headers: Headers, now = Date.now()): number | u
     if (Number.isFinite(value) && value >= 0) return Math.ceil(value);
   }
   return parseRetryAfter(headers.get("retry-after"), now) ?? undefined;
-}
-
-/**
- * Wraps fetch so that an error response asking to wait longer than `maxRetryAfterMs` carries
- * `x-should-retry: false`, which the client obeys: it fails at once instead of sleeping.
- */
-export function capRetryAfter(inner: FetchLike, maxRetryAfterMs: number): FetchLike {
-  return async (input, init) => {
-    const response = await inner(input, init);
-    if (response.ok || response.headers.has("x-should-retry")) return response;
-    const wait = retryAfterMsFrom(response.headers);
-    if (wait === undefined || wait <= maxRetryAfterMs) return response;
-    const headers = new Headers(response.headers);
-    headers.set("x-should-retry", "false");
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
-  };
 }

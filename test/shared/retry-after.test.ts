@@ -1,7 +1,7 @@
 // The one Retry-After parser (model providers and platform adapters): seconds, HTTP dates and
 // retry-after-ms, each rounded up to a whole millisecond and never negative.
 import { describe, expect, it } from "vitest";
-import { parseRetryAfter, retryAfterMsFrom, secondsToMs } from "../../../src/agent/providers/retry-after.js";
+import { parseRetryAfter, retryAfterMsFrom, secondsToMs } from "../../src/shared/retry-after.js";
 
 const NOW = Date.parse("2024-05-01T12:00:00Z");
 
