@@ -53,8 +53,8 @@ export interface GatewayOptions {
   provider?: ModelProvider;
   /**
    * Workers: take wake-ups in memory from this process's ingress (or, in the workers thread, from
-   * the main thread's) rather than a BullMQ job per message. Default: when this process serves HTTP
-   * too and TURN_WAKE_UPS is `local`.
+   * the main thread's) rather than a BullMQ job per message (local-wake-ups.ts). Default: when this
+   * process serves HTTP too. Tests say no to drive the queue path alone.
    */
   inProcessWakeUps?: boolean;
   /**
@@ -208,7 +208,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
         tools: new ToolCatalog(mcp, logger),
         publishInterrupt: (request) => interrupts.publish(request),
         wakeAgain: (conversationId, inboxId, platform) => addHandOnWakeUp(queues, conversationId, inboxId, platform),
-        ...((options.inProcessWakeUps ?? (options.http && config.turnWakeUps === "local"))
+        ...((options.inProcessWakeUps ?? options.http)
           ? {
               inProcess: {
                 retryLater: ({ conversationId, inboxId }, err) => {
