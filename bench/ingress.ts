@@ -14,7 +14,7 @@ import type { PlainHttpServerOut } from "./children/plain-http-server.js";
 import type { WebhookLoadIn, WebhookLoadOut, WebhookLoadPlan, WebhookLoadResult } from "./children/webhook-load.js";
 import { spawnChild } from "./lib/child.js";
 import { gatewayEnv, startGatewayProcess, type GatewayProcess } from "./lib/gateway-process.js";
-import { busyPercent, mainThreadPolicy, readCoreWaitMs, readCpuMs, readMachineCpu, realtimeMainThread } from "./lib/proc.js";
+import { busyPercent, readCoreWaitMs, readCpuMs, readMachineCpu } from "./lib/proc.js";
 import { Progress } from "./lib/progress.js";
 import type { BenchContext, BenchResult } from "./lib/result.js";
 import { startCallbackSinkProcess, type CallbackSinkProcess } from "./lib/sink.js";
@@ -54,8 +54,6 @@ interface Run {
    * core (/proc schedstat): the gateway's main thread (the HTTP ingress) and the generator's.
    */
   coreWaitPct: { httpThread: number; generator: number };
-  /** The scheduling policies of the gateway's HTTP thread and of the generator while the load ran. */
-  policies: { httpThread: string; generator: string };
 }
 
 /**
@@ -69,8 +67,7 @@ class LoadGenerator {
     return this.child.pid;
   }
 
-  /** `realtime`: its main thread under SCHED_FIFO, the policy of the HTTP thread it loads (realtimeMainThread). */
-  static async start(realtime = false): Promise<LoadGenerator> {
+  static async start(): Promise<LoadGenerator> {
     const child = spawnChild<WebhookLoadIn, WebhookLoadOut>("webhook-load.ts");
     try {
       await child.next((m): m is Extract<WebhookLoadOut, { type: "ready" }> => m.type === "ready", 30_000);
@@ -78,11 +75,6 @@ class LoadGenerator {
       await child.stop();
       throw err;
     }
-    // Against an HTTP thread under SCHED_FIFO the generator runs under it too: a normal-policy
-    // generator would wait for a core behind that thread (and a real-time one alone would make the
-    // HTTP thread wait behind it), so that each end of an ack gets a core as soon as it is runnable.
-    // Where the kernel does not allow it, the notes show its policy as SCHED_OTHER.
-    if (realtime) realtimeMainThread(child.pid);
     return new LoadGenerator(child);
   }
 
@@ -131,7 +123,6 @@ async function load(ctx: BenchContext, generator: LoadGenerator, gateway: Gatewa
     machineBusyPct: busyPercent(machineBefore, machineAfter),
     gatewayCpuMsPerMsg: (cpuAfter - cpuBefore) / total,
     coreWaitPct: { httpThread: (100 * (waitsAfter[0] - waitsBefore[0])) / tookMs, generator: (100 * (waitsAfter[1] - waitsBefore[1])) / tookMs },
-    policies: { httpThread: mainThreadPolicy(gateway.pid), generator: mainThreadPolicy(generator.pid) },
   };
 }
 
@@ -155,23 +146,21 @@ const SERVE_ARGS: Record<Topology, string[]> = {
   "no-workers": ["serve", "--no-workers"],
 };
 
-/** `realtime`: the gateway's HTTP thread and the generator under SCHED_FIFO (INGRESS_THREAD_SCHEDULING=realtime). */
-async function measure(ctx: BenchContext, topology: Topology, seconds: number, ratePerS = RATE_PER_S, realtime = false): Promise<Run> {
-  const dir = join(ctx.workDir, `ingress-${topology}-${Math.round(ratePerS)}${realtime ? "-realtime" : ""}`);
+async function measure(ctx: BenchContext, topology: Topology, seconds: number, ratePerS = RATE_PER_S): Promise<Run> {
+  const dir = join(ctx.workDir, `ingress-${topology}-${Math.round(ratePerS)}`);
   mkdirSync(dir, { recursive: true });
   const sink = await startCallbackSinkProcess();
-  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url), ...(realtime ? { INGRESS_THREAD_SCHEDULING: "realtime" } : {}) });
+  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url) });
   const processes: GatewayProcess[] = [];
   // Without workers no reply ever comes: do not wait for them.
   const replies = topology === "no-workers" ? null : sink;
-  const generator = await LoadGenerator.start(realtime);
+  const generator = await LoadGenerator.start();
   try {
     const serve = await startGatewayProcess(SERVE_ARGS[topology], env);
     processes.push(serve);
     if (topology === "split") processes.push(await startGatewayProcess(["worker"], env));
     // Warm-up, uncounted, at the measured rate: long enough that V8 has optimized the ingress
-    // path. After 1 s its compiler still took 0.7 s of CPU during the counted 10 s at 1,400
-    // msg/s (bench/README.md, "Warm-ups long enough for the JIT").
+    // path, so its compiler does not run during the counted load (bench/README.md, "Ingress").
     await load({ ...ctx, progress: false }, generator, serve, replies, warmUpSeconds(ctx), "warm-up", ratePerS);
     const url = serve.url as string;
     const read = (): ReturnType<typeof readServerTimes> => readServerTimes(url, ROUTE, "webhook");
@@ -193,14 +182,14 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
 }
 
 /** The same load against a bare node:http server that answers 202 (bench/children/plain-http-server.ts): the machine's floor. */
-async function measurePlainHttp(seconds: number, ratePerS: number): Promise<{ acksMs: number[]; generatorPolicy: string }> {
+async function measurePlainHttp(seconds: number, ratePerS: number): Promise<number[]> {
   const server = spawnChild<never, PlainHttpServerOut>("plain-http-server.ts");
   const generator = await LoadGenerator.start();
   try {
     const { url } = await server.next((m): m is Extract<PlainHttpServerOut, { type: "ready" }> => m.type === "ready", 30_000);
     const plan = { url: `${url}${ROUTE}`, secret: SECRET, ratePerS, seconds, chats: CHATS };
     await generator.run({ ...plan, seconds: 1 });
-    return { acksMs: (await generator.run(plan)).acksMs, generatorPolicy: mainThreadPolicy(generator.pid) };
+    return (await generator.run(plan)).acksMs;
   } finally {
     await generator.stop();
     await server.stop();
@@ -221,19 +210,16 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
   const maxRate = measuredMax ?? (await measureGateway(ctx, shapeFor(ctx))).messagesPerSecond;
   const rate60 = 0.6 * maxRate;
   const at60 = await measure(ctx, "one-process", seconds, rate60);
-  // The same load with the HTTP thread (and the generator) under SCHED_FIFO, the setting that is not the default.
-  const at60Realtime = await measure(ctx, "one-process", seconds, rate60, true);
-  const plain = await measurePlainHttp(seconds, rate60);
-  const plainAcksMs = plain.acksMs;
+  const plainAcksMs = await measurePlainHttp(seconds, rate60);
   const plainAt60 = summarize(plainAcksMs);
-  const [a, b, c, d, e] = [one, split, bare, at60, at60Realtime].map((run) => summarize(run.acksMs));
+  const [a, b, c, d] = [one, split, bare, at60].map((run) => summarize(run.acksMs));
   const failed = (run: Run): number => run.sent - (run.statuses.get(202) ?? 0);
   const slowAcks = (run: Run): number => run.acksMs.filter((ms) => ms > 10).length;
   const overTen = (run: Run): string =>
     `acks over 10 ms: ${slowAcks(run)} of ${run.acksMs.length} at the client` +
     (run.server ? `, ${run.server.answers.over} of ${run.server.answers.of} at the server, ${run.server.accepts.over} of ${run.server.accepts.of} in its durable step (record + wake-up)` : "");
   const drained = (run: Run): string => (run.drainedAfterS === null ? "not within the wait" : `${run.drainedAfterS.toFixed(1)} s after the last ack`);
-  const describe = (run: Run): string => `statuses ${describeStatuses(run.statuses)}; generator lag p99 ${run.sendLagP99Ms.toFixed(2)} ms, its event-loop delay p99 ${run.generatorLoopDelayP99Ms.toFixed(2)} ms; waiting for a core: the HTTP thread (${run.policies.httpThread}) ${run.coreWaitPct.httpThread.toFixed(1)}% of the load's time, the generator (${run.policies.generator}) ${run.coreWaitPct.generator.toFixed(1)}%; ${overTen(run)}`;
+  const describe = (run: Run): string => `statuses ${describeStatuses(run.statuses)}; generator lag p99 ${run.sendLagP99Ms.toFixed(2)} ms, its event-loop delay p99 ${run.generatorLoopDelayP99Ms.toFixed(2)} ms; waiting for a core: the HTTP thread ${run.coreWaitPct.httpThread.toFixed(1)}% of the load's time, the generator ${run.coreWaitPct.generator.toFixed(1)}%; ${overTen(run)}`;
   return {
     name: "ingress",
     title: `Ingress: webhook ack latency at a steady ${RATE_PER_S} messages/s`,
@@ -244,9 +230,6 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       { key: "ingress_60pct_rate", label: "60% of the gateway's maximum rate", value: round(rate60, 0), unit: "msg/s" },
       { key: "ingress_p50_at_60pct_ms", label: "ack p50 at 60% of the maximum rate (one process)", value: round(d.p50), unit: "ms" },
       { key: "ingress_p99_at_60pct_ms", label: "ack p99 at 60% of the maximum rate (one process)", value: round(d.p99), unit: "ms", target: { op: "<=", value: 10 } },
-      { key: "ingress_p99_at_60pct_realtime_ms", label: "ack p99 at 60%, the HTTP thread and the generator under SCHED_FIFO (INGRESS_THREAD_SCHEDULING=realtime)", value: round(e.p99), unit: "ms" },
-      { key: "ingress_http_thread_core_wait_pct_at_60pct_realtime", label: "the HTTP thread's time waiting for a core at 60%, under SCHED_FIFO", value: round(at60Realtime.coreWaitPct.httpThread, 1), unit: "%" },
-      { key: "ingress_replies_per_s_at_60pct_realtime", label: "replies delivered per second at 60%, the HTTP thread under SCHED_FIFO", value: round(at60Realtime.repliesPerS ?? -1, 0), unit: "msg/s" },
       { key: "ingress_plain_http_p99_at_60pct_ms", label: "ack p99 of a bare node:http server at the same rate (the machine's floor)", value: round(plainAt60.p99), unit: "ms" },
       { key: "ingress_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (client, send to answer)", value: slowAcks(at60), unit: "" },
       { key: "ingress_server_acks_over_10ms_at_60pct", label: "acks over 10 ms at 60% (server, headers read to answer written)", value: at60.server?.answers.over ?? -1, unit: "" },
@@ -274,15 +257,13 @@ export async function ingressBenchmark(ctx: BenchContext): Promise<BenchResult> 
       `At 60% of the maximum: ${Math.round(rate60)}/s, 60% of ${Math.round(maxRate)} messages/s ` +
         `(${measuredMax === undefined ? "measured here as the throughput benchmark does" : "the throughput benchmark's gateway messages/s in this run"}); ` +
         `${describe(at60)}; every reply delivered ${drained(at60)}; acks other than 202: ${failed(at60)}.`,
-      `At 60%, the HTTP thread and the generator under SCHED_FIFO (INGRESS_THREAD_SCHEDULING=realtime): ack p50 ${e.p50.toFixed(2)} ms, p99 ${e.p99.toFixed(2)} ms; ${describe(at60Realtime)}; every reply delivered ${drained(at60Realtime)}; acks other than 202: ${failed(at60Realtime)}.`,
-      `The machine's floor: the same generator (${plain.generatorPolicy}) at the same rate against a bare node:http server in a process of its own, answering 202 with nothing recorded: ack p50 ${plainAt60.p50.toFixed(2)} ms, p99 ${plainAt60.p99.toFixed(2)} ms.`,
+      `The machine's floor: the same generator at the same rate against a bare node:http server in a process of its own, answering 202 with nothing recorded: ack p50 ${plainAt60.p50.toFixed(2)} ms, p99 ${plainAt60.p99.toFixed(2)} ms.`,
     ],
     series: [
       { name: `ack at ${RATE_PER_S}/s, one process`, samplesMs: one.acksMs, targetMs: 10 },
       { name: `ack at ${RATE_PER_S}/s, ingress + worker process`, samplesMs: split.acksMs, targetMs: 10 },
       { name: `ack at ${RATE_PER_S}/s, no turns running`, samplesMs: bare.acksMs, targetMs: 10 },
       { name: `ack at ${Math.round(rate60)}/s (60% of max), one process`, samplesMs: at60.acksMs, targetMs: 10 },
-      { name: `ack at ${Math.round(rate60)}/s, one process, HTTP thread under SCHED_FIFO`, samplesMs: at60Realtime.acksMs, targetMs: 10 },
       { name: `ack at ${Math.round(rate60)}/s, a bare node:http server (the floor)`, samplesMs: plainAcksMs, targetMs: 10 },
     ],
   };

@@ -215,7 +215,6 @@ async function peerComparison(ctx: BenchContext, shapes: Shapes): Promise<Part> 
 export async function llmBenchmark(ctx: BenchContext): Promise<BenchResult> {
   const shapes = shapesFor(ctx);
   const notes: string[] = [];
-  if (process.env.TURN_WAKE_UPS) notes.push(`TURN_WAKE_UPS=${process.env.TURN_WAKE_UPS} came from the environment: every gateway process ran with it.`);
   const parts: Part[] = [];
   const steps: Array<[string, (ctx: BenchContext, shapes: Shapes) => Promise<Part>]> = [
     ["scale", scaleOut],

@@ -126,9 +126,8 @@ export async function driveChatLoad(ctx: BenchContext, url: string, shape: Shape
   try {
     // Warm-up, uncounted: one keep-alive connection per session first, as a client's pool would
     // hold (otherwise the first messages also measure connection set-up), then a whole round of
-    // the same load on other sessions, so the round counted runs the code V8 has optimized. After
-    // a warm-up of 300 messages its optimizing compiler was still busy through the counted round,
-    // a quarter of the gateway's CPU there (bench/README.md, "Warm-ups long enough for the JIT").
+    // the same load on other sessions, so the round counted runs the code V8 has optimized rather
+    // than paying for its optimizing compiler.
     const warm = (loop: number, i: number): Promise<void> => ask(`bench-warm-${run}-${loop}`, `warm ${loop} ${i}`).then(() => undefined);
     await loops(shape.sessions, 1, warm);
     await loops(shape.sessions, shape.messages, (loop, i) => warm(loop, i + 1));
@@ -196,9 +195,8 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
   const shape = shapeFor(ctx);
   // The baselines are measured before and after the gateway: on a shared machine they drift, and
   // the spread shows by how much. The ratios use their means. The durable floor moves most from
-  // one measurement to the next (2,928-4,323 msg/s in three minutes, the gateway 1,872-2,003 between
-  // them: bench/README.md, "Two connections to one file"): at about 0.2 ms of CPU per message its rate
-  // is largely the load generator's and Redis's.
+  // one measurement to the next: its own CPU per message is so small that its rate is largely the
+  // load generator's and Redis's.
   const before = await measureBullmq(ctx, shape);
   const floorBefore = await measureDurableFloor(ctx, shape);
   const gateway = await measureGateway(ctx, shape);

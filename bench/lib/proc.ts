@@ -1,7 +1,5 @@
 // Resident memory, CPU time and run-queue waits of other processes, from /proc (Linux).
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { realtimeArgs, schedulingPolicyOf } from "../../src/main/thread-priority.js";
 
 export interface MemoryReading {
   /** Current resident set, MiB. */
@@ -87,26 +85,4 @@ export function readCoreWaitMs(pid: number): number {
   } catch {
     return Number.NaN;
   }
-}
-
-/**
- * Put a process's main thread under SCHED_FIFO at the lowest real-time priority (the same as the
- * gateway's HTTP thread, so neither preempts the other): a load generator that stands in for
- * clients on other machines, whose own waits for a core on this one would otherwise count in
- * every ack it times. False where the kernel does not allow it (no CAP_SYS_NICE) or chrt is missing.
- */
-export function realtimeMainThread(pid: number): boolean {
-  try {
-    execFileSync("chrt", realtimeArgs(pid), { stdio: "ignore", timeout: 2_000 });
-  } catch {
-    return false;
-  }
-  return mainThreadPolicy(pid) === "SCHED_FIFO";
-}
-
-/** The scheduling policy of a process's main thread, by name ("SCHED_OTHER", "SCHED_FIFO"...), or "unknown". */
-export function mainThreadPolicy(pid: number): string {
-  const names = ["SCHED_OTHER", "SCHED_FIFO", "SCHED_RR", "SCHED_BATCH", "SCHED_ISO", "SCHED_IDLE"];
-  const policy = schedulingPolicyOf(pid, pid);
-  return policy === null ? "unknown" : (names[policy] ?? "unknown");
 }

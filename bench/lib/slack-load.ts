@@ -164,8 +164,8 @@ export async function burstLoad(driver: SlackDriver, system: SystemUnderTest, sh
 
 /**
  * Uncounted: code paths, connections, the first users looked up, and a whole round of the closed
- * loop's shape on other conversations, so the rounds counted run code V8 has optimized (after 100
- * messages its compiler was still busy through the counted round; bench/README.md).
+ * loop's shape on other conversations, so the rounds counted run code V8 has optimized (a short
+ * warm-up leaves its compiler busy through the counted round).
  */
 export async function warmUp(driver: SlackDriver, system: SystemUnderTest, shape: Pick<SlackShape, "conversations" | "messages">): Promise<void> {
   const warm: TrackedMention[] = [];

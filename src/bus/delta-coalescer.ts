@@ -7,9 +7,9 @@
 // whole final text, and a reply that ends within one interval costs no frame at all.
 
 /**
- * At most one frame per session this often. 30 ms is about two display frames: a reader sees the
- * text move as smoothly as word by word, and a model that streams a word per 5-10 ms costs a
- * third to a sixth of the PUBLISHes.
+ * At most one frame per session this often: about two display frames, so a reader sees the text
+ * move as smoothly as word by word, while a model that streams words faster than that costs one
+ * PUBLISH per interval instead of one per word.
  */
 export const DELTA_FRAME_INTERVAL_MS = 30;
 

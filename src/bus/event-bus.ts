@@ -58,8 +58,8 @@ const REPLAY_PAGE = 500;
 
 /**
  * A stream's TTL is set again only this long after this process last set it for the session: a
- * turn publishes several events within seconds, and one EXPIRE per event was a third of the
- * script's commands, for a TTL of days.
+ * turn publishes several events within seconds, and one EXPIRE per event would make a large share
+ * of the script's commands, for a TTL of days.
  */
 export const EXPIRE_REFRESH_MS = 60_000;
 /** Sessions whose last refresh is remembered; beyond, the stale ones are forgotten. */

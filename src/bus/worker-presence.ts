@@ -1,8 +1,8 @@
 // Which processes run turn workers on this deployment's queue: each says so every few seconds in
 // one sorted set (member: its id, score: the time), and reads how many others said so lately. A
 // process that holds in-memory wake-ups beyond its free slots keeps them only while no other
-// process is there to take them: alone, a queue job would only come back to itself, at about
-// thirty Redis commands a message. A process that dies stops saying so and is forgotten after
+// process is there to take them: alone, a queue job would only come back to itself, at the cost of
+// a job's many Redis commands a message. A process that dies stops saying so and is forgotten after
 // three intervals.
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";

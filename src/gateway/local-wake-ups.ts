@@ -1,7 +1,7 @@
-// In-process wake-ups, work-conserving: when the process (or its workers thread) that accepted a
-// message also runs turns, the new row's wake-up is handed over in memory instead of as a BullMQ
-// job (about thirty Redis commands per message), but only while that cannot keep a turn from a
-// free slot elsewhere:
+// In-process wake-ups, work-conserving, the one way a process that accepts messages and runs turns
+// wakes them: the new row's wake-up is handed over in memory instead of as a BullMQ job (a job's
+// life is many Redis commands per message), but only while that cannot keep a turn from a free
+// slot elsewhere:
 //   - while another process runs turn workers on the same queue (`sharing`), only as many as
 //     there are free slots here; the rest go on the BullMQ queue, which every worker process on
 //     every node takes from, and the owner stops taking jobs while every slot here is busy;

@@ -1,7 +1,7 @@
 // The `message.queued` event of a newly recorded inbox row. The thread that runs turns publishes
 // it, on the event bus its turns publish `turn.started` on, so a session's stream says a message
 // was queued before the turn that answers it started. (Published by the ingress thread after its
-// ack, it reached the stream after `turn.started` about once in forty sessions of a burst.)
+// ack, it could reach the stream after `turn.started`: the turn starts the moment its wake-up arrives.)
 //
 // A row the ingress hands to this process's own workers names their announcer in its payload.
 // The notice normally travels with the row's wake-up; a turn can take the row before that arrives

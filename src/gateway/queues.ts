@@ -69,7 +69,7 @@ const NOT_STARTED = new Set(["waiting", "delayed", "prioritized", "waiting-child
 export async function addHandOnWakeUp(queues: Pick<GatewayQueues, "turns" | "connection">, conversationId: string, inboxId: number, platform?: string): Promise<boolean> {
   if (queues.connection.status !== "ready") return false;
   try {
-    // A state read costs a few Redis commands; another job's whole life costs about thirty.
+    // A state read costs a few Redis commands; another job's whole life costs many more.
     const ownJob = await withTimeout(queues.turns.getJobState(turnJobId(inboxId)), WAKE_UP_TIMEOUT_MS, "read a wake-up's state");
     if (NOT_STARTED.has(ownJob)) return true;
     // With the row's platform the next turn goes straight for the lease, without reading the row first.

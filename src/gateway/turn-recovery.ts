@@ -90,7 +90,7 @@ export class TurnRecovery {
 
   /**
    * One wake-up job per conversation whose head nobody took. Its id is the row's own: a job still
-   * waiting for it (TURN_WAKE_UPS=queue, or the reconciler's) makes the add a no-op.
+   * waiting for it (a queued wake-up, or the reconciler's) makes the add a no-op.
    */
   private async wakeUnclaimed(): Promise<number> {
     const { store, queues, logger } = this.deps;

@@ -4,7 +4,6 @@ import { RedisBinaryMissingError } from "../bus/embedded-redis.js";
 import { createLogger } from "../gateway/logger.js";
 import { startGateway, VERSION } from "./server.js";
 import { startThreadedGateway } from "./threaded-serve.js";
-import { scheduleIngressThread } from "./ingress-scheduling.js";
 
 /** The help text. It ends with migrate-store's, whose module (with the pg client) only that command and this text load. */
 async function usage(): Promise<string> {
@@ -70,8 +69,6 @@ export async function main(argv: string[]): Promise<number> {
     logger.fatal({ err: (err as Error).message }, "gateway failed to start");
     return 1;
   }
-  // INGRESS_THREAD_SCHEDULING, once the threads it needs exist (those it starts later begin under the normal policy).
-  if (http && (!workers || config.workersLayout === "thread")) await scheduleIngressThread(config.ingressThreadScheduling, logger);
   if (gateway.url) console.log(`switchboard listening on ${gateway.url}`);
   else console.log("switchboard worker running");
   return new Promise<number>((resolve) => {

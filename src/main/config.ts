@@ -29,29 +29,6 @@ export const WORKERS_LAYOUTS = ["thread", "inline"] as const;
 export type WorkersLayout = (typeof WORKERS_LAYOUTS)[number];
 const workersLayout = z.enum(WORKERS_LAYOUTS);
 
-/** How the workers thread yields the cores to the HTTP thread: SCHED_IDLE, or nice steps alone. */
-export const WORKERS_THREAD_SCHEDULINGS = ["idle", "nice"] as const;
-export type WorkersThreadScheduling = (typeof WORKERS_THREAD_SCHEDULINGS)[number];
-const workersThreadScheduling = z.enum(WORKERS_THREAD_SCHEDULINGS);
-
-/**
- * The HTTP thread of `serve` when turns run apart from it: `normal` (default) leaves it under the
- * default policy; `realtime` puts it under SCHED_FIFO (Linux, where the kernel allows it), so a
- * request never waits for a core behind a turn or another process (ingress-scheduling.ts).
- */
-export const INGRESS_THREAD_SCHEDULINGS = ["realtime", "normal"] as const;
-export type IngressThreadScheduling = (typeof INGRESS_THREAD_SCHEDULINGS)[number];
-const ingressThreadScheduling = z.enum(INGRESS_THREAD_SCHEDULINGS);
-
-/**
- * How `serve` wakes a turn for a message it accepted: `local` hands the wake-up to its own workers
- * in memory while one of their slots is free, else adds a BullMQ job that any worker process takes;
- * `queue` adds a BullMQ job for every message.
- */
-export const TURN_WAKE_UPS = ["local", "queue"] as const;
-export type TurnWakeUps = (typeof TURN_WAKE_UPS)[number];
-const turnWakeUps = z.enum(TURN_WAKE_UPS);
-
 /** A key this short can be guessed; refused when the gateway listens beyond loopback. */
 export const MIN_API_KEY_CHARS = 16;
 // Messages never repeat the value: a database URL carries its password.
@@ -98,10 +75,6 @@ const fileSchema = z.object({
   redis_url: z.string().optional(),
   worker_concurrency: intFrom(1, 1024).optional(),
   workers_layout: workersLayout.optional(),
-  workers_thread_nice: intFrom(0, 19).optional(),
-  workers_thread_scheduling: workersThreadScheduling.optional(),
-  ingress_thread_scheduling: ingressThreadScheduling.optional(),
-  turn_wake_ups: turnWakeUps.optional(),
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
   llm: z.object({ base_url: z.string().url().optional(), api_key: z.string().optional(), model: z.string().optional() }).strict().optional(),
   echo_chunk_delay_ms: intFrom(0, 60_000).optional(),
@@ -162,14 +135,6 @@ export interface GatewayConfig extends CoreConfig, AdapterSettings {
   redisUrl: string | null;
   /** `serve` with workers: `thread` runs them in a worker thread (acks never wait behind turns), `inline` on the HTTP event loop. */
   workersLayout: WorkersLayout;
-  /** How much lower the workers thread's scheduling priority is than the HTTP thread's (nice steps; 0: the same). */
-  workersThreadNice: number;
-  /** `nice` (default): nice steps only; `idle`: the workers thread runs under SCHED_IDLE (Linux), its nice steps only where that cannot be set. */
-  workersThreadScheduling: WorkersThreadScheduling;
-  /** `normal` (default): the HTTP thread under the default policy; `realtime`: under SCHED_FIFO when turns run apart from it (Linux, where allowed). */
-  ingressThreadScheduling: IngressThreadScheduling;
-  /** `serve` with workers: wake its own turns in memory (`local`) or through BullMQ for every message (`queue`). */
-  turnWakeUps: TurnWakeUps;
   logLevel: string;
   ws: { maxFrameBytes: number; maxSubscriptions: number; heartbeatMs: number; maxConnections: number; maxConnectionsPerIp: number };
 }
@@ -223,14 +188,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     allowedHosts: envValue(env, "ALLOWED_HOSTS", listOf(hostName)) ?? file.allowed_hosts ?? [],
     trustProxy: envValue(env, "TRUST_PROXY", trustProxy) ?? file.trust_proxy ?? 0,
     redisUrl: envValue(env, "REDIS_URL", str) ?? file.redis_url ?? null,
-    // A turn mostly waits (model, platform, Redis): with 16, 200 busy conversations left the
-    // workers thread idle between them (bench/README.md, "Turns at once").
+    // A turn mostly waits (model, platform, Redis): too few slots leave the workers thread idle
+    // while many conversations are busy.
     workerConcurrency: envValue(env, "WORKER_CONCURRENCY", intFrom(1, 1024)) ?? file.worker_concurrency ?? 64,
     workersLayout: envValue(env, "WORKERS_LAYOUT", workersLayout) ?? file.workers_layout ?? "thread",
-    workersThreadNice: envValue(env, "WORKERS_THREAD_NICE", intFrom(0, 19)) ?? file.workers_thread_nice ?? 19,
-    workersThreadScheduling: envValue(env, "WORKERS_THREAD_SCHEDULING", workersThreadScheduling) ?? file.workers_thread_scheduling ?? "nice",
-    ingressThreadScheduling: envValue(env, "INGRESS_THREAD_SCHEDULING", ingressThreadScheduling) ?? file.ingress_thread_scheduling ?? "normal",
-    turnWakeUps: envValue(env, "TURN_WAKE_UPS", turnWakeUps) ?? file.turn_wake_ups ?? "local",
     queuePrefix: envValue(env, "SWITCHBOARD_QUEUE_PREFIX", z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '-' and '_' only")) ?? file.queue_prefix ?? "switchboard",
     llm: {
       baseUrl: envValue(env, "LLM_BASE_URL", url) ?? file.llm?.base_url ?? null,

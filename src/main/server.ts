@@ -48,8 +48,8 @@ export interface GatewayOptions {
   provider?: ModelProvider;
   /**
    * Workers: take wake-ups in memory from this process's ingress (or, in the workers thread, from
-   * the main thread's) rather than a BullMQ job per message. Default: when this process serves HTTP
-   * too and TURN_WAKE_UPS is `local`.
+   * the main thread's) rather than a BullMQ job per message (local-wake-ups.ts). Default: when this
+   * process serves HTTP too. Tests say no to drive the queue path alone.
    */
   inProcessWakeUps?: boolean;
   /**

@@ -74,7 +74,7 @@ function createTurnWorkers(core: GatewayCore, options: GatewayOptions, { provide
     tools: new ToolCatalog(mcp, logger),
     publishInterrupt: (request) => interrupts.publish(request),
     wakeAgain: (conversationId, inboxId, platform) => addHandOnWakeUp(queues, conversationId, inboxId, platform),
-    ...((options.inProcessWakeUps ?? (options.http && config.turnWakeUps === "local"))
+    ...((options.inProcessWakeUps ?? options.http)
       ? {
           inProcess: {
             retryLater: ({ conversationId, inboxId }, err) => {

@@ -42,7 +42,7 @@ export async function startThreadedGateway(config: GatewayConfig, logger: Logger
     throw err;
   }
   // Messages the main thread accepts wake their turns in the thread without a job each.
-  if (config.turnWakeUps === "local") gateway.ingress.useWakeUps(supervisor);
+  gateway.ingress.useWakeUps(supervisor);
   return {
     gateway,
     workers: supervisor,

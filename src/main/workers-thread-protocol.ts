@@ -23,7 +23,7 @@ export type FromWorkersThread =
 /**
  * Main -> thread. stop: finish running turns (SHUTDOWN_TIMEOUT_MS), release leases, close, exit.
  * metrics: answer with the thread's registry as `getMetricsAsJSON()` gives it.
- * wake: wake-ups of rows the main thread's ingress just recorded (TURN_WAKE_UPS=local).
+ * wake: wake-ups of rows the main thread's ingress just recorded (local-wake-ups.ts).
  */
 export type ToWorkersThread = { type: "stop" } | { type: "metrics"; id: number } | { type: "wake"; wakeUps: WakeUp[]; notices: QueuedNotice[] };
 

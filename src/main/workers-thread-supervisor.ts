@@ -23,10 +23,9 @@ const MAX_RESTART_DELAY_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
 const ENQUEUE_TIMEOUT_MS = 2_000;
 /**
- * The thread's young generation. Left alone its new space grows to 32 MB under load, as the main
- * thread's does; at 16 MB the process's peak RSS under the Slack benchmark fell by about 19 MB
- * (bench/README.md, "Memory under the Slack load"). Under `npm start` the node flag
- * --max-semi-space-size=8 sets it, at 16 MB: V8's flag outranks resourceLimits.
+ * The thread's young generation, bounded: left alone its new space grows under load as the main
+ * thread's does, and the process's peak memory with it. Under `npm start` the node flag
+ * --max-semi-space-size=8 sets it to the same size: V8's flag outranks resourceLimits.
  */
 const THREAD_YOUNG_GENERATION_MB = 16;
 

@@ -9,8 +9,7 @@ import { PROCESS_METRICS_PREFIX } from "../gateway/metrics.js";
 import type { TurnOutcome } from "../gateway/types.js";
 import { announceQueued } from "../gateway/queued-notices.js";
 import { startGateway } from "./server.js";
-import { setGivesWay, setHoldingPriority } from "../state/write-gate.js";
-import { gateHoldPriority, idleThisThread, lowerThisThreadPriority, thisThreadNice } from "./thread-priority.js";
+import { setGivesWay } from "../state/write-gate.js";
 import { MCP_STATUS_INTERVAL_MS, type FromWorkersThread, type ToWorkersThread, type WorkersThreadData } from "./workers-thread-protocol.js";
 
 const port = parentPort;
@@ -19,23 +18,9 @@ const { redisUrl } = workerData as WorkersThreadData;
 const post = (message: FromWorkersThread): void => port.postMessage(message);
 
 const config = loadConfig(process.env, { redisUrl });
-// Turns yield the CPU to the HTTP acks on the main thread when the cores are busy: 19 nice steps
-// by default (a sliver of a contended core, never none); with WORKERS_THREAD_SCHEDULING=idle,
-// SCHED_IDLE (the nice steps hold wherever that cannot be set; under it they are moot).
-const normalNice = thisThreadNice();
-const loweredNice = lowerThisThreadPriority(config.workersThreadNice);
-const idle = config.workersThreadScheduling === "idle" && idleThisThread();
-// While it holds the database's write gate the thread runs at the HTTP thread's priority, where the
-// kernel lets it (the HTTP thread's inserts wait for the holder: write-gate.ts).
-const gateHold = !idle && normalNice !== null && loweredNice !== null ? gateHoldPriority(normalNice, loweredNice) : null;
-setHoldingPriority(gateHold);
 // Its writes never ask for the gate to be handed to them: the HTTP thread's inserts do (write-gate.ts).
 setGivesWay(true);
-const scheduling = idle ? "idle" : `nice +${config.workersThreadNice}${gateHold ? ", normal while it writes" : ""}`;
 const logger = createLogger(config.logLevel).child({ workers: "thread", threadId });
-if (config.workersThreadScheduling === "idle" && scheduling !== "idle" && process.platform === "linux") {
-  logger.warn({ scheduling }, "SCHED_IDLE could not be set on the workers thread (is util-linux's chrt installed?); it runs at a lower nice value instead");
-}
 // The outcomes of one pass of the event loop go to the main thread's waiting requests in one message.
 let outcomes: TurnOutcome[] = [];
 const reportOutcomes = (answered: TurnOutcome[]): void => {
@@ -51,7 +36,7 @@ const gateway = await startGateway(config, {
   workers: true,
   logger,
   backgroundCheckpoints: false,
-  inProcessWakeUps: config.turnWakeUps === "local",
+  inProcessWakeUps: true,
   onTurnOutcomes: reportOutcomes,
 });
 port.on("message", (message: ToWorkersThread) => {
@@ -81,7 +66,7 @@ port.on("message", (message: ToWorkersThread) => {
     },
   );
 });
-logger.info({ scheduling }, "workers running in their own thread");
+logger.info("workers running in their own thread");
 post({ type: "ready", announcer: gateway.wakeUps?.announcer ?? null });
 // /health on the main thread reads the last of these (it answers without asking the thread).
 const postMcpStatus = (): void => {

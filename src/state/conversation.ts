@@ -4,7 +4,7 @@ import type { ConversationMessage, ConversationReadOptions, MessageAttachment, M
 
 /**
  * A messages row as SQLite returns it in raw (array) mode, JSON columns still text. Raw mode skips
- * one object per row: a 10,000-message transcript reads in roughly half the time.
+ * one object per row, which is much of the cost of reading a long transcript.
  */
 export type StoredMessageTuple = [
   id: number,
@@ -72,8 +72,8 @@ export function toConversationMessage(row: StoredMessageTuple, includeRowId: boo
 /**
  * The message built from a stored row, kept on the row itself for as long as the row lives: a
  * store's transcript cache (transcript-rows.ts) hands out the same row objects turn after turn,
- * and a turn reads its whole transcript, so building every message again was most of what a turn
- * allocated once a conversation held a few hundred messages. (A slot on the row costs less at the
+ * and a turn reads its whole transcript, so building every message again would be most of what a
+ * turn allocates once a conversation is long. (A slot on the row costs less at the
  * first read than a WeakMap entry.) The messages are frozen, since every reader of that transcript
  * shares them: whoever needs a changed one copies it.
  */
@@ -98,8 +98,8 @@ export function transcriptFromRows(rows: readonly StoredMessageTuple[], attachme
     return held ? Object.freeze({ ...message, attachments: held }) : message;
   });
   // Only tool calls and their results are ever repaired. The rows tell whether there are any at
-  // one look each, where a pass over the messages (of many shapes) cost a turn 4% of its time at
-  // 600 messages: most conversations hold none.
+  // one look each, where a pass over the messages (of many shapes) would cost every turn time in
+  // proportion to its transcript: most conversations hold none.
   return options.repairAlternation && toolTraffic ? repairToolPairing(transcript) : transcript;
 }
 

@@ -9,11 +9,10 @@
 // (warm) hands its rows to the next read of that session, once, so the read under the lock still
 // asks only for newer rows.
 //
-// The bound is in bytes rather than rows because conversations read in turn evict each other
-// whole once together they exceed it (least recently read is the next one read again): 50 busy
-// conversations of 600 short messages each passed a bound of 20,000 rows, and every turn then
-// read its whole transcript again, the turns' thread spending a quarter of its time on those
-// reads and the garbage they left (bench/README.md, "Long conversations read whole").
+// The bound is in bytes rather than rows, and generous, because conversations read in turn evict
+// each other whole once together they exceed it (least recently read is the next one read again):
+// past the bound every turn reads its whole transcript again, and the turns' thread spends its
+// time on those reads and the garbage they leave.
 import type { StoredMessageTuple } from "./conversation.js";
 
 /** Estimated bytes of rows held across all sessions; a transcript heavier than this alone is not kept. */

@@ -32,12 +32,10 @@ interface ThreadData {
 
 /**
  * A rewind holds the write lock (and the process's write gate) while it copies the frames written
- * since the last passive checkpoint and syncs the log and the database file: 6-23 ms on a virtual
- * disk, and every ack of those milliseconds waits behind it. What it costs does not depend on the
- * bound, how often it comes does: webhooks and their turns write 30-60 MB of log a second at
- * 900 messages/s, so at 32 MB the log was rewound 14-16 times in ten seconds, at 128 MB 4 times,
- * and the acks over 10 ms at the server fell from 69-88 to 16-25 (bench/README.md, "Long
- * conversations read whole, a cold load generator, and the log rewound a quarter as often").
+ * since the last passive checkpoint and syncs the log and the database file, and every ack of
+ * those milliseconds waits behind it. What it costs does not depend on the bound, how often it
+ * comes does: under a heavy load webhooks and their turns write tens of megabytes of log a second,
+ * so a large bound (128 MB of 4 KB pages) keeps the rewinds, and the slow acks they cause, rare.
  */
 export const DEFAULT_RESTART_AFTER_FRAMES = 32_768;
 /** A log this many times past the bound is rewound waiting on the locks, as SQLite does by itself. */
@@ -90,8 +88,8 @@ const holdingGate = (work) => {
 };
 // RESTART takes SQLite's write lock, copies the frames written since the passive checkpoint,
 // syncs, and needs every reader out of the log. Waiting for those inside SQLite sleeps 1, 2, 5,
-// 10 ms... holding the lock, and each writer of the process meanwhile failed with SQLITE_BUSY
-// (about 12 a second at 500 msg/s). So: the gate keeps this process's writers off first, and a
+// 10 ms... holding the lock, and each writer of the process meanwhile fails with SQLITE_BUSY.
+// So: the gate keeps this process's writers off first, and a
 // reader still in the log makes the rewind give up at once (busy); the next round tries again.
 // Each returns whether the log was rewound (SQLite reports busy when a reader kept it).
 const rewound = (rows) => rows[0].busy === 0;

@@ -9,8 +9,7 @@
 //
 // The gate also counts the threads waiting for it, so a holder running a batch of many writes
 // (the turns' thread) can end its transaction early and let a waiter in (write-batches.ts): the
-// HTTP thread's insert waits for one write of a pass, not the whole pass, and not for a low
-// priority holder that lost its core halfway through a long batch.
+// HTTP thread's insert waits for one write of a pass, not the whole pass.
 //
 // A waiter woken by a release takes the gate only once its event loop runs the wait's
 // continuation; in a flood of requests that is after the pass that reads them, and a thread
@@ -52,29 +51,10 @@ const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
 
 const counted = { waits: 0, waitedMs: 0 };
 
-/** What this thread does around each hold of a gate (module state: every thread has its own). */
-export interface HoldingPriority {
-  /** Just after this thread took a gate. */
-  raise(): void;
-  /** Just before it lets go of it. */
-  lower(): void;
-}
-
-let holdingPriority: HoldingPriority | null = null;
 /** This thread lets others have the gate first (it never asks for a hand-over): serve's workers thread. */
 let givesWay = false;
 /** Work running under a gate in this thread (a gate found held by this thread outside it was handed over). */
 let holdingDepth = 0;
-
-/**
- * A low-priority thread (serve's workers thread) runs at the normal priority while it holds a
- * gate: the priority ceiling protocol. Otherwise a holder that loses its core halfway through a
- * transaction keeps the HTTP thread's insert waiting behind every normal-priority thread of the
- * machine (priority inversion). null: no change around holds.
- */
-export function setHoldingPriority(priority: HoldingPriority | null): void {
-  holdingPriority = priority;
-}
 
 /** This thread does not ask for the gate to be handed to it (it is the one that gives way). */
 export function setGivesWay(value: boolean): void {
@@ -147,7 +127,6 @@ export class WriteGate {
   /** Run a synchronous write holding the gate. Nested calls in this thread run straight through. */
   hold<T>(work: () => T): T {
     const taken = this.take();
-    if (taken) holdingPriority?.raise();
     holdingDepth += 1;
     try {
       return work();
@@ -193,7 +172,6 @@ export class WriteGate {
   private runAndRelease<T>(work: () => T): T {
     // Taken: a mark of this thread as the next holder is spent.
     Atomics.compareExchange(this.cell, NEXT, this.me, FREE);
-    holdingPriority?.raise();
     holdingDepth += 1;
     try {
       return work();
@@ -240,7 +218,6 @@ export class WriteGate {
   }
 
   private release(): void {
-    holdingPriority?.lower();
     // Straight to the thread waiting to be next, when there is one; else free for whoever comes.
     // Only our own mark is replaced: a gate taken over from us stays with its new holder.
     const next = Atomics.load(this.cell, NEXT);

@@ -1,6 +1,6 @@
 // Memory: every V8 isolate of `serve` (the main thread, the workers thread) holds each module it
 // imports, so SDKs and clients a configuration does not use are imported lazily, where that
-// configuration is known (bench/README.md, "Memory under the Slack load"). This keeps them lazy:
+// configuration is known. This keeps them lazy:
 // what `serve` and its workers thread import statically, and through the dynamic imports every
 // configuration takes, never reaches them.
 import { existsSync, readFileSync } from "node:fs";

@@ -1,7 +1,7 @@
 // Redis stopped during ingress: accepted messages are recorded, nothing is lost, and they are
 // processed: with in-process wake-ups (the default) by this process's workers at once, with a
-// BullMQ job per message (TURN_WAKE_UPS=queue) once Redis is back. The test owns its Redis (never
-// stops a shared one).
+// BullMQ job per message (the path of a process whose ingress runs no workers) once Redis is back.
+// The test owns its Redis (never stops a shared one).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,14 +10,17 @@ import { startEmbeddedRedis, type EmbeddedRedis } from "../../src/bus/embedded-r
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
 
-describe.each(["local", "queue"] as const)("Redis outage during ingress, TURN_WAKE_UPS=%s", (wakeUps) => {
+describe.each([
+  { wakeUps: "in memory", inProcessWakeUps: true },
+  { wakeUps: "as BullMQ jobs", inProcessWakeUps: false },
+])("Redis outage during ingress, wake-ups $wakeUps", ({ inProcessWakeUps }) => {
   const redisDir = mkdtempSync(join(tmpdir(), "sb-outage-redis-"));
   let redis: EmbeddedRedis;
   let gw: TestGateway;
 
   beforeAll(async () => {
     redis = await startEmbeddedRedis(redisDir);
-    gw = await startTestGateway({ http: true, workers: true, env: { REDIS_URL: redis.url, TURN_WAKE_UPS: wakeUps } });
+    gw = await startTestGateway({ http: true, workers: true, inProcessWakeUps, env: { REDIS_URL: redis.url } });
   }, 60_000);
 
   afterAll(async () => {
@@ -40,7 +43,7 @@ describe.each(["local", "queue"] as const)("Redis outage during ingress, TURN_WA
       expect(result.status).toBe("accepted");
       if (result.status === "accepted") {
         // In memory the wake-up needs no Redis; as a job it waits for the reconciler.
-        expect(result.enqueued).toBe(wakeUps === "local");
+        expect(result.enqueued).toBe(inProcessWakeUps);
         during.push(result);
       }
     }

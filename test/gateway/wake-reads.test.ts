@@ -11,6 +11,7 @@ function accepted(result: AcceptResult): { inboxId: number; sessionId: string } 
   return result;
 }
 
+// The test's own ingress hands wake-ups to its workers in memory only when it serves HTTP too.
 describe.each([
   { wakeUps: "in memory", inProcessWakeUps: true },
   { wakeUps: "as BullMQ jobs", inProcessWakeUps: false },
@@ -22,7 +23,7 @@ describe.each([
   });
 
   it("run a new message's turn without a read before its lease or after its release", async () => {
-    gw = await startTestGateway({ http: false, workers: true, inProcessWakeUps });
+    gw = await startTestGateway({ http: inProcessWakeUps, workers: true, inProcessWakeUps });
     const { ingress, store } = gw.gateway;
     const reads = vi.spyOn(store, "wakeUpView");
     for (const conversation of ["wr-a", "wr-b", "wr-c"]) {
@@ -34,7 +35,7 @@ describe.each([
   }, 40_000);
 
   it("answers every message of a conversation that arrive while its turns run, in order", async () => {
-    gw = await startTestGateway({ http: false, workers: true, inProcessWakeUps, env: { ECHO_CHUNK_DELAY_MS: "20" } });
+    gw = await startTestGateway({ http: inProcessWakeUps, workers: true, inProcessWakeUps, env: { ECHO_CHUNK_DELAY_MS: "20" } });
     const { ingress, store } = gw.gateway;
     const rows = [];
     for (let i = 0; i < 6; i++) rows.push(accepted(await ingress.accept(inbound("wr-burst", `burst ${i}`))));

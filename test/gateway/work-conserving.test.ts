@@ -5,33 +5,17 @@
 // talks to a model server of its own, so the calls each one made are counted where they arrive. Order, one answer per message
 // and nothing lost hold as ever, also when the worker is killed holding spilled turns.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
-import { RedisKeys } from "../../src/bus/keys.js";
-import { PRESENCE_INTERVAL_MS } from "../../src/bus/worker-presence.js";
 import { askApi, replyOf } from "../faults/http.js";
 import { transcriptProblems } from "../faults/transcript.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai.js";
 import { addedTurnJobs } from "../support/redis.js";
+import { untilServeSeesTheWorker } from "../support/worker-presence.js";
 import { spawnGatewayProcess, startTestGateway, waitFor, type GatewayProcess, type TestGateway } from "../support/gateway.js";
 
 const API_KEY = "work-conserving-key";
 /** Every model call takes this long before it answers: turns hold their slots. */
 const MODEL_DELAY_MS = 400;
 const SLOTS = 2;
-
-/**
- * Every process with workers announces itself each PRESENCE_INTERVAL_MS and counts the others
- * then: once both are in the set, serve has counted the worker at its next beat.
- */
-async function untilServeSeesTheWorker(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl);
-  try {
-    await waitFor(async () => (await redis.zcard(new RedisKeys(prefix).turnWorkers)) >= 2, 20_000, "both processes announced");
-  } finally {
-    redis.disconnect();
-  }
-  await new Promise((resolve) => setTimeout(resolve, PRESENCE_INTERVAL_MS * 2));
-}
 
 /** Each session sends its messages one after another, every session at once; the texts sent, by session. */
 async function converse(url: string, sessions: string[], perSession: number): Promise<Map<string, string[]>> {

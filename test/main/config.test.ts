@@ -31,24 +31,6 @@ describe("configuration", () => {
     expect(() => loadConfig({ WORKERS_LAYOUT: "process" })).toThrow(/^WORKERS_LAYOUT: /);
   });
 
-  it("lowers the workers thread's priority by 19 nice steps unless WORKERS_THREAD_NICE says otherwise", () => {
-    expect(loadConfig({}).workersThreadNice).toBe(19);
-    expect(loadConfig({ WORKERS_THREAD_NICE: "0" }).workersThreadNice).toBe(0);
-    expect(() => loadConfig({ WORKERS_THREAD_NICE: "20" })).toThrow(/^WORKERS_THREAD_NICE: /);
-  });
-
-  it("lowers the workers thread by nice steps unless WORKERS_THREAD_SCHEDULING=idle", () => {
-    expect(loadConfig({}).workersThreadScheduling).toBe("nice");
-    expect(loadConfig({ WORKERS_THREAD_SCHEDULING: "idle" }).workersThreadScheduling).toBe("idle");
-    expect(() => loadConfig({ WORKERS_THREAD_SCHEDULING: "realtime" })).toThrow(/^WORKERS_THREAD_SCHEDULING: /);
-  });
-
-  it("keeps the HTTP thread under the normal policy unless INGRESS_THREAD_SCHEDULING=realtime", () => {
-    expect(loadConfig({}).ingressThreadScheduling).toBe("normal");
-    expect(loadConfig({ INGRESS_THREAD_SCHEDULING: "realtime" }).ingressThreadScheduling).toBe("realtime");
-    expect(() => loadConfig({ INGRESS_THREAD_SCHEDULING: "fifo" })).toThrow(/^INGRESS_THREAD_SCHEDULING: /);
-  });
-
   it("names the bad environment variable", () => {
     expect(() => loadConfig({ PORT: "eighty" })).toThrow(/^PORT: /);
     expect(() => loadConfig({ WORKER_CONCURRENCY: "0" })).toThrow(/WORKER_CONCURRENCY/);

@@ -1,29 +1,23 @@
 // `switchboard serve` in its default layout: the workers run in a thread of their own. The
 // process answers messages from that thread; a thread cut off mid-turn is restarted and its
 // turn redone once, at once (its leases are handed on, not left to expire); SIGTERM exits 0.
-import { readdirSync, writeFileSync } from "node:fs";
-import { getPriority } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { STREAM_START } from "../../src/bus/event-bus.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { askApi, replyOf } from "../faults/http.js";
+import { askApi } from "../faults/http.js";
 import { spawnGatewayProcess, startTestGateway, waitFor, type GatewayProcess, type TestGateway } from "../support/gateway.js";
 import { inbound } from "../support/messages.js";
 import { transcriptProblems } from "../faults/transcript.js";
 import { MCP_SERVER_SCRIPT } from "../support/mcp-server.js";
 import { makeTempDir } from "../support/tmp.js";
 import { addedTurnJobs } from "../support/redis.js";
-import { SCHED_FIFO, SCHED_IDLE, SCHED_OTHER, schedulingPolicyOf } from "../../src/main/thread-priority.js";
+import { untilServeSeesTheWorker } from "../support/worker-presence.js";
 
 interface Health {
   workers: boolean;
   workers_thread?: { running: boolean; thread_id: number | null; restarts: number };
   mcp?: Record<string, { state: string; tools: number }>;
-}
-
-/** The process's threads the kernel runs under SCHED_IDLE. */
-function idleThreads(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).map(Number).filter((tid) => schedulingPolicyOf(pid, tid) === SCHED_IDLE);
 }
 
 /** The workers thread's "running" line: its stdout passes through the main thread, so it may trail "ready". */
@@ -156,90 +150,6 @@ describe("serve with its workers in a thread", () => {
     }
   }, 90_000);
 
-  it.runIf(process.platform === "linux")("runs its workers thread under SCHED_IDLE with WORKERS_THREAD_SCHEDULING=idle, and a restarted thread too", async () => {
-    const idle = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "idle" }, 60_000);
-    try {
-      await threadLogLine(idle);
-      expect(idle.output()).toMatch(/"scheduling":"idle".*"msg":"workers running in their own thread"/);
-      // Exactly one thread of the process: the workers thread, not the HTTP thread.
-      const [first] = idleThreads(idle.pid);
-      expect(idleThreads(idle.pid)).toEqual([first]);
-      expect(schedulingPolicyOf(idle.pid, idle.pid)).toBe(SCHED_OTHER);
-      const result = await db.gateway.ingress.accept(inbound("idle-thread", "idle hello"));
-      expect(result.status).toBe("accepted");
-      if (result.status !== "accepted") return;
-      await waitFor(async () => (await db.gateway.store.pendingInbox(result.sessionId, 1)).length === 0, 30_000, "the answer from the idle thread", 50);
-      // A thread cut off is replaced by one that lowers itself the same way.
-      idle.child.kill("SIGUSR2");
-      await waitFor(async () => (await health(idle.url as string)).workers_thread?.restarts === 1, 30_000, "the thread restarted", 50);
-      await waitFor(() => idleThreads(idle.pid).length === 1 && idleThreads(idle.pid)[0] !== first, 10_000, "the new thread under SCHED_IDLE", 20);
-    } finally {
-      await idle.stop("SIGKILL");
-    }
-  }, 90_000);
-
-  it("lowers the workers thread by 19 nice steps alone by default", async () => {
-    // The suite sets its own (vitest.config.ts): empty means the gateway's own default.
-    const niced = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", WORKERS_THREAD_SCHEDULING: "", WORKERS_THREAD_NICE: "" }, 60_000);
-    try {
-      await threadLogLine(niced);
-      // Back at the HTTP thread's priority while it holds the write gate, where the kernel allows going back up (root does).
-      const whileWriting = process.platform === "linux" && process.getuid?.() === 0 ? ", normal while it writes" : "(, normal while it writes)?";
-      expect(niced.output()).toMatch(new RegExp(`"scheduling":"nice \\+19${whileWriting}".*"msg":"workers running in their own thread"`));
-      if (process.platform !== "linux") return;
-      expect(idleThreads(niced.pid)).toEqual([]);
-      const mainNice = getPriority(niced.pid);
-      const lowered = readdirSync(`/proc/${niced.pid}/task`).map(Number).filter((tid) => getPriority(tid) === Math.min(19, mainNice + 19));
-      expect(lowered).toHaveLength(1);
-    } finally {
-      await niced.stop("SIGKILL");
-    }
-  }, 90_000);
-
-  // Root may set SCHED_FIFO (CAP_SYS_NICE); elsewhere the gateway says it could not, which the next test's log line shows.
-  it.runIf(process.platform === "linux" && process.getuid?.() === 0)(
-    "runs its HTTP thread under SCHED_FIFO with INGRESS_THREAD_SCHEDULING=realtime, and the threads it starts later under the normal policy",
-    async () => {
-      const realtime = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", INGRESS_THREAD_SCHEDULING: "realtime", WORKERS_THREAD_NICE: "19" }, 60_000);
-      try {
-        await threadLogLine(realtime);
-        // The logger writes asynchronously: the line may trail "listening", which follows the policy's change.
-        await waitFor(() => realtime.output().includes('"ingressScheduling":"realtime","msg":"HTTP thread under SCHED_FIFO"'), 10_000, "the HTTP thread's policy log line", 20);
-        // The HTTP thread alone: every other thread of the process keeps the normal policy.
-        const fifo = (): number[] => readdirSync(`/proc/${realtime.pid}/task`).map(Number).filter((tid) => schedulingPolicyOf(realtime.pid, tid) === SCHED_FIFO);
-        expect(fifo()).toEqual([realtime.pid]);
-        const result = await db.gateway.ingress.accept(inbound("fifo-thread", "fifo hello"));
-        expect(result.status).toBe("accepted");
-        if (result.status !== "accepted") return;
-        await waitFor(async () => (await db.gateway.store.pendingInbox(result.sessionId, 1)).length === 0, 30_000, "the answer with the HTTP thread under SCHED_FIFO", 50);
-        // A workers thread started by the real-time HTTP thread (a restart) begins under the normal
-        // policy (reset-on-fork) and lowers itself by its nice steps as the first one did.
-        const before = new Set(readdirSync(`/proc/${realtime.pid}/task`).map(Number));
-        realtime.child.kill("SIGUSR2");
-        await waitFor(async () => (await health(realtime.url as string)).workers_thread?.restarts === 1, 30_000, "the thread restarted", 50);
-        const mainNice = getPriority(realtime.pid);
-        const restarted = (): number[] => readdirSync(`/proc/${realtime.pid}/task`).map(Number).filter((tid) => !before.has(tid) && getPriority(tid) === Math.min(19, mainNice + 19));
-        await waitFor(() => restarted().length === 1, 10_000, "the new workers thread, lowered", 20);
-        expect(schedulingPolicyOf(realtime.pid, restarted()[0])).toBe(SCHED_OTHER);
-        expect(fifo()).toEqual([realtime.pid]);
-      } finally {
-        await realtime.stop("SIGKILL");
-      }
-    },
-    90_000,
-  );
-
-  it("keeps its HTTP thread under the normal policy by default", async () => {
-    const normal = await spawnGatewayProcess(["serve"], { ...db.env, LOG_LEVEL: "info", INGRESS_THREAD_SCHEDULING: "" }, 60_000);
-    try {
-      await threadLogLine(normal);
-      expect(normal.output()).not.toContain("ingressScheduling");
-      if (process.platform === "linux") expect(schedulingPolicyOf(normal.pid, normal.pid)).toBe(SCHED_OTHER);
-    } finally {
-      await normal.stop("SIGKILL");
-    }
-  }, 90_000);
-
   it("answers API requests from the outcomes its workers thread hands over, not from rows read back", async () => {
     const apiKey = "thread-outcomes-api-key";
     const served = await spawnGatewayProcess(["serve"], { ...db.env, SWITCHBOARD_API_KEY: apiKey }, 60_000);
@@ -282,37 +192,33 @@ describe("serve with its workers in a thread", () => {
     }
   }, 90_000);
 
-  it.each(["local", "queue"] as const)("with TURN_WAKE_UPS=%s, wakes the turns of messages it accepts (in memory or one job each)", async (wakeUps) => {
-    const local = wakeUps === "local";
-    const proc = await spawnGatewayProcess(["serve"], { ...db.env, ECHO_CHUNK_DELAY_MS: "0", TURN_WAKE_UPS: wakeUps }, 60_000);
-    try {
-      const before = await addedTurnJobs(db.env.REDIS_URL, db.env.SWITCHBOARD_QUEUE_PREFIX);
-      for (let i = 0; i < 3; i++) {
-        const answer = await askApi(proc.url as string, `wake-ups-${wakeUps}-${i}`, `wake ${wakeUps} ${i}`);
-        expect(answer.status).toBe(200);
-        expect(replyOf(answer)).toContain(`wake ${wakeUps} ${i}`);
-      }
-      const added = (await addedTurnJobs(db.env.REDIS_URL, db.env.SWITCHBOARD_QUEUE_PREFIX)) - before;
-      // In memory: not one job. Through the queue: one per message.
-      expect(added).toBe(local ? 0 : 3);
-    } finally {
-      expect(await proc.stop("SIGTERM")).toBe(0);
-    }
-  }, 90_000);
-
-  it.each(["local", "queue"] as const)("with TURN_WAKE_UPS=%s, stores each message's message.queued before the turn.started of the turn that answers it", async (wakeUps) => {
+  // Alone, serve wakes every turn in memory; beside a worker process, what its free slots do not
+  // take goes through the queue, announced by the workers thread before it is enqueued.
+  it.each(["alone", "beside a worker process"] as const)("%s, stores each message's message.queued before the turn.started of the turn that answers it", async (layout) => {
     // Turns start the moment their wake-up arrives: the event published by the thread that ran the
-    // ingress used to lose that race now and then (about one session in forty per burst).
-    const proc = await spawnGatewayProcess(["serve"], { ...db.env, ECHO_CHUNK_DELAY_MS: "0", TURN_WAKE_UPS: wakeUps }, 60_000);
-    const sessions = Array.from({ length: 40 }, (_, i) => `queued-first-${wakeUps}-${i}`);
+    // ingress used to lose that race now and then.
+    const shared = layout !== "alone";
+    // Two slots each, turns of a few 10 ms words: the 40 sessions overflow serve's free slots.
+    const env = { ...db.env, ...(shared ? { WORKER_CONCURRENCY: "2", ECHO_CHUNK_DELAY_MS: "10" } : { ECHO_CHUNK_DELAY_MS: "0" }) };
+    const sessions = Array.from({ length: 40 }, (_, i) => `queued-first-${shared ? "shared" : "alone"}-${i}`);
+    const processes: GatewayProcess[] = [];
     try {
+      if (shared) processes.push(await spawnGatewayProcess(["worker"], env, 60_000));
+      const serve = await spawnGatewayProcess(["serve"], env, 60_000);
+      processes.push(serve);
+      if (shared) await untilServeSeesTheWorker(db.env.REDIS_URL, db.env.SWITCHBOARD_QUEUE_PREFIX);
+      const jobsBefore = await addedTurnJobs(db.env.REDIS_URL, db.env.SWITCHBOARD_QUEUE_PREFIX);
       await Promise.all(
         sessions.map(async (session) => {
-          for (let m = 0; m < 3; m++) expect((await askApi(proc.url as string, session, `${session} says ${m}`)).status).toBe(200);
+          for (let m = 0; m < 3; m++) expect((await askApi(serve.url as string, session, `${session} says ${m}`)).status).toBe(200);
         }),
       );
+      const jobs = (await addedTurnJobs(db.env.REDIS_URL, db.env.SWITCHBOARD_QUEUE_PREFIX)) - jobsBefore;
+      // Alone: not one job. Beside a worker: some wake-ups went through the queue.
+      if (shared) expect(jobs).toBeGreaterThan(0);
+      else expect(jobs).toBe(0);
     } finally {
-      expect(await proc.stop("SIGTERM")).toBe(0);
+      for (const proc of processes.reverse()) expect(await proc.stop("SIGTERM")).toBe(0);
     }
     for (const session of sessions) {
       const kinds: string[] = [];

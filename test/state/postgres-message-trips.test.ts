@@ -1,8 +1,7 @@
 // What one message costs on PostgreSQL, counted: the statements a gateway sends for it, the round
 // trips they take and the commits among them, stage by stage (a wrapper on pg's Client.query; see
-// support/query-counter.ts). The bounds are the counts measured when the path was cut down
-// (bench/README.md, "PostgreSQL: round trips of one message"): a change that adds a round trip or
-// a statement to a stage fails here, whatever the timing.
+// support/query-counter.ts), held as upper bounds (bench/README.md, "PostgreSQL round trips"): a
+// change that adds a round trip or a statement to a stage fails here, whatever the timing.
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -38,6 +38,7 @@ export async function startTestGateway(
     http: options.http ?? true,
     workers: options.workers ?? true,
     provider: options.provider,
+    ...(options.inProcessWakeUps === undefined ? {} : { inProcessWakeUps: options.inProcessWakeUps }),
     logger: options.logger ?? pino({ level: env.LOG_LEVEL ?? "warn" }),
   });
   return {

@@ -1,7 +1,7 @@
 // The `fetch` Slack's WebClient sends with (its documented `fetch` option), backed by undici's
 // `request` over a keep-alive pool. A Web API call is a small form request with a small JSON
 // answer, read whole; the WHATWG fetch builds streams, an abort controller and a Response around
-// each one, which under load cost the workers about a fifth of their CPU (bench/README.md). A
+// each one, work that under load takes a large share of the workers' CPU for nothing read. A
 // file upload's FormData body goes through the global fetch unchanged.
 //
 // The time limit of a call is the pool's (undici's headers, body and connect timeouts, on its own

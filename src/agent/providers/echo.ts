@@ -74,9 +74,9 @@ export class EchoProvider implements ModelProvider {
 
 /**
  * The prompt's tokens are counted when asked for: the prompt is the whole transcript, so counting
- * it at every call cost a turn time in proportion to the conversation's length (67 us at 600
- * messages), and the gateway never reads them. A class, not an object literal with a getter:
- * V8 builds such a literal on a slow path, which cost more than the count.
+ * it at every call would cost a turn time in proportion to the conversation's length, and the
+ * gateway never reads them. A class, not an object literal with a getter: V8 builds such a literal
+ * on a slow path.
  */
 class EchoUsage {
   private counted: number | undefined;

@@ -1,7 +1,7 @@
 // The ingress's group commit on PostgreSQL: a batch of inbound rows in as few round trips as it
-// allows. Before, each row cost up to three statements awaited one after another (its key's live
-// session, that session's conversation, the insert) inside one transaction, so an ack waited for
-// 2 + 3 x the batch's rows round trips. Now:
+// allows. Row by row, each would cost up to three statements awaited one after another (its key's
+// live session, that session's conversation, the insert) inside one transaction, and an ack would
+// wait for 2 + 3 x the batch's rows round trips. Instead:
 // - a batch with keyed rows and no images is first tried as one statement that places each keyed
 //   row under its key's live session's conversation, and inserts nothing when a key has no live
 //   session: one round trip unless a key is new;

@@ -28,9 +28,8 @@ const INSERT_ALL = insertMessagesSql(1, "");
 
 /**
  * Unordered: the rows are put in id order here (byId). The server's own sort of a long transcript
- * was most of its time on the read (a plan on the session's index plus a sort: 12 of 14 ms for
- * 10,000 rows), and rows of an append-only table come back close to id order, which costs the
- * sort here one pass.
+ * (a plan on the session's index plus a sort) is most of the read's time, and rows of an
+ * append-only table come back close to id order, which costs the sort here one pass.
  */
 const SELECT_BY_SESSION = `SELECT ${MESSAGE_TUPLE_COLUMNS} FROM messages WHERE session_id = $1`;
 
