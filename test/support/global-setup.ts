@@ -22,6 +22,7 @@ async function setupRedis(): Promise<void> {
   folder = mkdtempSync(join(tmpdir(), "switchboard-test-redis-"));
   embedded = await startEmbeddedRedis(folder);
   process.env.REDIS_URL = embedded.url;
+  markPrivate("redis");
 }
 
 async function setupPostgres(): Promise<void> {
@@ -35,6 +36,7 @@ async function setupPostgres(): Promise<void> {
     postgresFolder = mkdtempSync(join(tmpdir(), "sbtest-pg-"));
     postgres = await startPrivatePostgres(postgresFolder);
     url = postgres.url;
+    markPrivate("postgres");
   }
   // Tests reach PostgreSQL through TEST_DATABASE_URL only, each in its own schema: a gateway a test
   // starts uses SQLite unless that test hands it a database of its own.
@@ -53,7 +55,18 @@ function withoutCommitWaits(url: string): string {
   return `${url}${url.includes("?") ? "&" : "?"}options=${encodeURIComponent("-c synchronous_commit=off")}`;
 }
 
+/**
+ * Names the servers this run started itself, for the test that proves a run with nothing set
+ * used them (test/support/private-services.test.ts).
+ */
+function markPrivate(service: "redis" | "postgres"): void {
+  const started = new Set((process.env.SWITCHBOARD_TEST_PRIVATE_SERVICES ?? "").split(",").filter(Boolean));
+  started.add(service);
+  process.env.SWITCHBOARD_TEST_PRIVATE_SERVICES = [...started].join(",");
+}
+
 export async function setup(): Promise<void> {
+  delete process.env.SWITCHBOARD_TEST_PRIVATE_SERVICES;
   // Test processes and the gateways they spawn inherit it: every key and schema of the run shares a prefix.
   process.env.SWITCHBOARD_TEST_RUN = randomUUID().slice(0, 8);
   await setupRedis();
