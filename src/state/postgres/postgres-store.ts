@@ -47,9 +47,8 @@ import {
 } from "./connection.js";
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
-import { pendingHeadStoringInput, type PendingHeadWithInput } from "./input-under-lease.js";
 import { recordInboundBatch } from "./inbox-batch.js";
-import { PgLeaseSql } from "./lease.js";
+import { PgLeaseSql, pendingHeadStoringInput, type PendingHeadWithInput } from "./lease.js";
 import { TranscriptRows } from "../transcript-rows.js";
 import { PgMessageSql } from "./messages.js";
 import { migrateSchema } from "./migrations.js";
