@@ -246,7 +246,7 @@ export class PgLeaseSql {
 }
 
 // The admission's last statement when it stores the turn's first input (InputUnderLease): the
-// conversation's pending head, read as the turn will take it, and in the same statement (one
+// tip and whether it has a row, the conversation's pending head, read as the turn will take it, and in the same statement (one
 // snapshot) the input's message written to the tip when the lease row, locked as the fence locks
 // it, is the holder's, the input's row is that head, the tip is the one the caller expected and
 // holds no message with the input's platform id. The tip's row is created with it when it has none.
@@ -261,8 +261,11 @@ const PENDING_HEAD_STORING_INPUT = `
   head AS MATERIALIZED (
     SELECT ${INBOX_COLUMNS} FROM inbox WHERE session_id = $2 AND status = 'pending' ORDER BY id LIMIT $3
   ),
+  target AS MATERIALIZED (
+    SELECT id FROM tip ORDER BY depth DESC LIMIT 1
+  ),
   go AS MATERIALIZED (
-    SELECT 1 FROM (SELECT id FROM tip ORDER BY depth DESC LIMIT 1) target
+    SELECT 1 FROM target
      WHERE target.id = $4
        AND EXISTS (SELECT 1 FROM found WHERE found.holder = $17)
        AND (SELECT min(id) FROM inbox WHERE session_id = $2 AND status = 'pending') = $18::bigint
@@ -276,11 +279,15 @@ const PENDING_HEAD_STORING_INPUT = `
     RETURNING id
   ),
   written AS (${insertMessagesSql(4, "WHERE EXISTS (SELECT 1 FROM go)")})
-  SELECT (SELECT min(id) FROM written) AS written_id, EXISTS (SELECT 1 FROM created) AS created, head.*
+  SELECT (SELECT id FROM target) AS tip, EXISTS (SELECT 1 FROM sessions WHERE id = (SELECT id FROM target)) AS tip_exists,
+         (SELECT min(id) FROM written) AS written_id, EXISTS (SELECT 1 FROM created) AS created, head.*
     FROM (VALUES (1)) AS one (x) LEFT JOIN head ON true
    ORDER BY head.id`;
 
 export interface PendingHeadWithInput {
+  /** The tip of the session asked about, and whether it had a row before this statement. */
+  tip: string;
+  tipExists: boolean;
   pendingInbox: InboxRow[];
   /** The input's message row id; null when it was not stored. */
   inputRowId: number | null;
@@ -288,7 +295,7 @@ export interface PendingHeadWithInput {
   createdSession: boolean;
 }
 
-type Row = { written_id: string | number | null; created: boolean } & { [K in keyof StoredInboxRow]: StoredInboxRow[K] | null };
+type Row = { tip: string; tip_exists: boolean; written_id: string | number | null; created: boolean } & { [K in keyof StoredInboxRow]: StoredInboxRow[K] | null };
 
 /** Sent after the admission and its reads, on the same connection: its own transaction, under the lease just taken. */
 export async function pendingHeadStoringInput(
@@ -319,6 +326,8 @@ export async function pendingHeadStoringInput(
   ]));
   const first = result.rows[0];
   return {
+    tip: first?.tip ?? target.sessionId,
+    tipExists: first?.tip_exists === true,
     pendingInbox: result.rows.filter((row) => row.id !== null).map((row) => toInboxRow(row as StoredInboxRow)),
     inputRowId: first?.written_id === null || first?.written_id === undefined ? null : Number(first.written_id),
     createdSession: first?.created === true,

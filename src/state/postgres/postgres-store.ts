@@ -373,27 +373,31 @@ export class PostgresStore implements SessionStore {
     const input = reading.input && !reading.input.message.attachments?.length ? reading.input : null;
     // With an input, the head is read by the statement that may store it (the same snapshot): it
     // is stored only for the tip guessed here, so a tip that moved leaves it to the turn's flush.
-    const readHead = (): Promise<PendingHeadWithInput | null> => input
+    // That statement also reads the tip and whether it has a row: no statement of their own then.
+    const tipRead = input ? null : this.sessions.tipWithRow(client, reading.sessionId).then(({ tip, row }) => ({ tip, tipExists: row !== null }));
+    const transcriptRead = this.conversationOn(client, guess, transcriptOptions);
+    // In this order on the connection: the head's statement (which may write) after the reads.
+    const headRead: Promise<PendingHeadWithInput | Omit<PendingHeadWithInput, "tip" | "tipExists"> | null> = input
       ? pendingHeadStoringInput(client, { sessionId: reading.sessionId, conversationId, tip: guess, holder, headSize: Math.max(1, limit) }, input, this.now())
       : limit > 0
         ? this.inbox.pendingForSession(client, conversationId, limit).then((pendingInbox) => ({ pendingInbox, inputRowId: null, createdSession: false }))
         : Promise.resolve(null);
-    // In this order on the connection: the head's statement (which may write) after the reads.
-    const tipRead = this.sessions.tipWithRow(client, reading.sessionId);
-    const transcriptRead = this.conversationOn(client, guess, transcriptOptions);
-    const issued = allInOrder([tipRead, transcriptRead, readHead()] as const);
-    return issued.then(async ([{ tip, row }, guessedTranscript, headRead]) => {
-      const inputRowId = headRead?.inputRowId ?? null;
+    const issued = allInOrder([tipRead ?? Promise.resolve(null), transcriptRead, headRead] as const);
+    return issued.then(async ([tipFound, guessedTranscript, head]) => {
+      const found = tipFound ?? (head && "tip" in head ? head : null);
+      if (!found) throw new Error(`admission of ${reading.sessionId}: the tip was not read`);
+      const { tip, tipExists } = found;
+      const inputRowId = head?.inputRowId ?? null;
       // Committed: a row created parentless is its own conversation's root for good.
-      if (headRead?.createdSession) this.sessions.rememberRoot(tip);
-      const sessionExists = row !== null || inputRowId !== null;
+      if (head?.createdSession) this.sessions.rememberRoot(tip);
+      const sessionExists = tipExists || inputRowId !== null;
       let transcript = guessedTranscript;
       if (tip !== guess) {
         this.rememberTip(reading.sessionId, tip);
         transcript = sessionExists ? await this.conversationOn(client, tip, transcriptOptions) : [];
       }
-      let read: TurnStartRead = { sessionId: tip, sessionExists, transcript: row !== null ? transcript : [] };
-      if (headRead !== null && limit > 0) read = { ...read, pendingInbox: headRead.pendingInbox };
+      let read: TurnStartRead = { sessionId: tip, sessionExists, transcript: tipExists ? transcript : [] };
+      if (head !== null && limit > 0) read = { ...read, pendingInbox: head.pendingInbox };
       return inputRowId === null ? read : { ...read, inputRowId };
     });
   }
