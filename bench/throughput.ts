@@ -249,6 +249,7 @@ export async function throughputBenchmark(ctx: BenchContext): Promise<BenchResul
       { key: "api_request_p99_ms", label: "API request p99 (under load)", value: round(latency.p99), unit: "ms" },
       { key: "throughput_errors", label: "failed requests", value: gateway.errors.length, unit: "", target: { op: "<=", value: 0 } },
       { key: "pg_gateway_msgs_per_s", label: "PostgreSQL: gateway messages/s", value: pg ? round(pg.messagesPerSecond, 1) : NaN, unit: "msg/s" },
+      { key: "pg_gateway_cpu_ms_per_msg", label: "PostgreSQL: gateway process CPU per message", value: pg ? round(pg.cpuMsPerMessage, 3) : NaN, unit: "ms" },
       { key: "pg_sqlite_gateway_ratio", label: "PostgreSQL: ratio to the gateway on SQLite", value: pg ? round(pg.messagesPerSecond / gateway.messagesPerSecond, 3) : NaN, unit: "", target: { op: ">=", value: 0.6 } },
       { key: "pg_api_request_p50_ms", label: "PostgreSQL: API request p50 (under load)", value: pgLatency ? round(pgLatency.p50) : NaN, unit: "ms" },
       { key: "pg_api_request_p99_ms", label: "PostgreSQL: API request p99 (under load)", value: pgLatency ? round(pgLatency.p99) : NaN, unit: "ms" },

@@ -1,6 +1,6 @@
 // Admission: take the session turn lease (waiting behind a live holder, honouring interrupts),
 // then, if the turn waited, read the durable state the previous holder left behind.
-import type { ConversationMessage, SessionStore, TurnStartRead } from "../state/types.js";
+import type { ConversationMessage, InputUnderLease, SessionStore, TurnStartRead } from "../state/types.js";
 import { raceAbort } from "./interrupts.js";
 import { carriedInputs } from "./messages.js";
 
@@ -28,6 +28,8 @@ export interface AcquireInput {
   readSessionId?: string;
   /** With readSessionId: also read the conversation's pending inbox head, up to this many rows. */
   pendingInboxLimit?: number;
+  /** With readSessionId: the turn's first input, for the same step to store (see InputUnderLease). */
+  input?: InputUnderLease;
   /** Return `held` at once when a live holder has the lease, instead of waiting. */
   giveUpWhenHeld?: boolean;
 }
@@ -63,7 +65,14 @@ export async function acquireTurnLease(input: AcquireInput): Promise<Admission> 
       shouldAbort: () => abandoned || input.shouldAbort(),
       ...(input.giveUpWhenHeld ? { onHeldGiveUp: () => (held = true) } : {}),
       ...(readSessionId
-        ? { readUnderLease: { sessionId: readSessionId, pendingInboxLimit: input.pendingInboxLimit, onRead: (value: TurnStartRead) => (read = value) } }
+        ? {
+            readUnderLease: {
+              sessionId: readSessionId,
+              pendingInboxLimit: input.pendingInboxLimit,
+              ...(input.input ? { input: input.input } : {}),
+              onRead: (value: TurnStartRead) => (read = value),
+            },
+          }
         : {}),
     }))();
   let raced;

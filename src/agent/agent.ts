@@ -6,10 +6,10 @@
 // run's state. See admission.ts (lease + reload), refresher.ts, persistence.ts (fenced flush),
 // loop.ts, compaction.ts, turn-results.ts. runLoop and interrupt are replaceable (test seams).
 import { makeHolder } from "../state/holder.js";
-import type { ConversationMessage, InboxRow, SessionStore } from "../state/types.js";
+import type { ConversationMessage, InboxRow, InputUnderLease, SessionStore } from "../state/types.js";
 import { acquireTurnLease, conversationIdFor, reloadFromRead, reloadUnderLease } from "./admission.js";
 import { runModelLoop } from "./loop.js";
-import { modelText, userMessageFromAdmitted } from "./messages.js";
+import { modelText, platformIdOf, toStoredMessage, userMessageFromAdmitted } from "./messages.js";
 import { LEASE_LOST_INTERRUPT, SESSION_FREE_NOTICE, TURN_FAILURE_NOTICE, WAITING_NOTICE } from "./notices.js";
 import { withoutStoredInputs } from "./persistence.js";
 import { LeaseRefresher } from "./refresher.js";
@@ -42,6 +42,38 @@ import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** What admission read (and stored) in its own step, beyond the history. */
+interface UnderLease {
+  holdsStoredTranscript: boolean;
+  pendingInbox?: InboxRow[];
+  /** The expected input, stored by admission after the transcript it read (so not in the history). */
+  storedInput?: { platformId: string | null; rowId: number };
+}
+
+/** The expected input as admission stores it, when it can: one plain message with a platform id. */
+function expectedInputUnderLease(expected: RunConversationOptions["expectedInput"]): InputUnderLease | undefined {
+  if (!expected || expected.input.attachments?.length) return undefined;
+  const message = toStoredMessage(userMessageFromAdmitted(expected.input));
+  if (platformIdOf(message) === null) return undefined;
+  return { inboxId: expected.inboxId, message, session: expected.session };
+}
+
+/**
+ * Whether the history plus the input stored at admission hold every stored input: the input
+ * admission stored is the admitted one with its platform id (then it is marked stored, with its
+ * row id, and no flush writes it again). Should no admitted input carry that id, the store is
+ * asked about each one instead, as after a crash.
+ */
+function holdsEveryStoredInput(turn: Turn, inputs: readonly ConversationMessage[], underLease: UnderLease): boolean {
+  const stored = underLease.storedInput;
+  if (!stored) return underLease.holdsStoredTranscript;
+  const input = inputs.find((message) => platformIdOf(message) === stored.platformId);
+  if (!input) return false;
+  input._row_id = stored.rowId;
+  turn.markStored(input);
+  return underLease.holdsStoredTranscript;
 }
 
 export class Agent {
@@ -148,8 +180,9 @@ export class Agent {
     // The only reasons to run without the lease.
     if (!store || !sessionId || !this.persist) return this.runTurn(turn, options, callerHistory);
 
-    const conversationId = await conversationIdFor(store, sessionId);
+    const conversationId = options.conversationId ?? (await conversationIdFor(store, sessionId));
     const holder = makeHolder({ sessionId, platform: this.platform });
+    const inputUnderLease = historyGiven ? undefined : expectedInputUnderLease(options.expectedInput);
     let announcedWait = false;
     const admission = await acquireTurnLease({
       store,
@@ -160,7 +193,7 @@ export class Agent {
       signal: turn.signal,
       shouldAbort: () => turn.interruptRequested,
       // Without a caller history the transcript is reloaded anyway: read it in the admission's transaction.
-      ...(historyGiven ? {} : { readSessionId: sessionId, pendingInboxLimit: options.pendingInboxLimit }),
+      ...(historyGiven ? {} : { readSessionId: sessionId, pendingInboxLimit: options.pendingInboxLimit, input: inputUnderLease }),
       giveUpWhenHeld: options.giveUpWhenHeld,
       onWait: (elapsedSeconds) => {
         turn.emit("turn.waiting", { elapsed_seconds: elapsedSeconds });
@@ -192,6 +225,8 @@ export class Agent {
       let history = callerHistory;
       let holdsStoredTranscript = false;
       const pendingInbox = admission.read?.pendingInbox;
+      const inputRowId = admission.read?.inputRowId;
+      const storedInput = inputUnderLease && inputRowId !== undefined ? { platformId: platformIdOf(inputUnderLease.message), rowId: inputRowId } : undefined;
       if (admission.waited || admission.contended || !historyGiven) {
         if (announcedWait) turn.status("lifecycle", SESSION_FREE_NOTICE);
         const reloaded = admission.read ? reloadFromRead(admission.read, callerHistory) : await reloadUnderLease(store, sessionId, callerHistory);
@@ -199,7 +234,7 @@ export class Agent {
         history = reloaded.history;
         holdsStoredTranscript = reloaded.holdsStoredTranscript;
       }
-      result = await this.runTurn(turn, options, history, { holdsStoredTranscript, pendingInbox });
+      result = await this.runTurn(turn, options, history, { holdsStoredTranscript, pendingInbox, storedInput });
     } finally {
       await refresher.stop();
       await this.beforeRelease?.().catch(() => undefined);
@@ -221,7 +256,7 @@ export class Agent {
     turn: Turn,
     options: RunConversationOptions,
     history: ConversationMessage[],
-    underLease: { holdsStoredTranscript: boolean; pendingInbox?: InboxRow[] } = { holdsStoredTranscript: false },
+    underLease: UnderLease = { holdsStoredTranscript: false },
   ): Promise<TurnResult> {
     const userMessages: ConversationMessage[] = [];
     const given = turn.inputMessage();
@@ -247,7 +282,7 @@ export class Agent {
     } else if (!given) {
       return skippedResult(turn, history);
     }
-    const fresh = await withoutStoredInputs(turn, userMessages, history, { holdsStoredTranscript: underLease.holdsStoredTranscript });
+    const fresh = await withoutStoredInputs(turn, userMessages, history, { holdsStoredTranscript: holdsEveryStoredInput(turn, userMessages, underLease) });
 
     turn.emit("turn.started", { platform: this.platform, inputs: fresh.length });
     const firstText = given ? modelText(given) : (fresh[0] ? modelText(fresh[0]) : null);

@@ -115,6 +115,8 @@ export async function compactHistory(
   }
 
   turn.moveTo(childId, true);
+  // Inputs already stored in the parent (at admission, or by a crashed turn) belong to the child's transcript too.
+  turn.storeAgainHere(pending);
   const compacted: ConversationMessage[] = [
     { role: "user", content: SUMMARY_PREFIX + summary, display_kind: COMPACTION_SUMMARY_KIND, timestamp: nowSeconds() },
     ...history.slice(split).map(copyForChild),

@@ -1,6 +1,6 @@
 // The shapes of one turn: what runConversation takes, what it returns, and what the inner
 // model/tool loop sees. Kept apart from agent.ts so loop, admission and tests share them.
-import type { ConversationMessage, InboxRow, MessageAttachment, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { ConversationMessage, CreateSessionInput, InboxRow, MessageAttachment, SessionStore, TurnEndRecords } from "../state/types.js";
 import type { Turn } from "./turn.js";
 import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
 import type { ToolRegistry } from "./tools/registry.js";
@@ -100,6 +100,15 @@ export interface RunConversationOptions {
   admittedInput?: (ctx: AdmittedInputContext) => Promise<AdmittedInput | null>;
   /** Read up to this many pending inbox rows of the conversation with the lease, for `admittedInput`. */
   pendingInboxLimit?: number;
+  /**
+   * The input `admittedInput` will most likely return first (the inbox row a wake-up named),
+   * offered to the admission's own step, which stores it under the lease when that row is the
+   * head of the pending inbox (see InputUnderLease): then no flush of its own is needed. Only
+   * without a caller history; the input must have a platform id and no attachments.
+   */
+  expectedInput?: { inboxId: number; input: AdmittedUserInput; session: CreateSessionInput };
+  /** The conversation (the lease's key) when the caller knows it already: not read again. */
+  conversationId?: string;
   /** A live holder has the lease: return at once (`heldElsewhere`, nothing emitted) instead of waiting for it. */
   giveUpWhenHeld?: boolean;
   /** Read the conversation's pending inbox head in the lease release's transaction (`headAfterRelease`). */

@@ -190,9 +190,17 @@ export class Turn implements TurnView {
     if (rowKnown !== null) this.rowKnown = rowKnown;
   }
 
-  /** An input already in the store (a crashed turn flushed it): never written again. */
+  /** An input already in the store (stored at admission, or a crashed turn flushed it): never written again. */
   markStored(message: ConversationMessage): void {
     this.stored.add(message);
+  }
+
+  /**
+   * The turn moved on (compaction) from the session these messages were stored in: those it had
+   * marked stored are written again, to the session it is on now.
+   */
+  storeAgainHere(messages: readonly ConversationMessage[]): void {
+    for (const message of messages) if (this.stored.delete(message)) delete message._row_id;
   }
 
   /**

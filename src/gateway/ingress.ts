@@ -140,7 +140,7 @@ export class Ingress implements GatewayIngress {
    */
   private async wakeUp(rows: readonly InboxRow[]): Promise<boolean> {
     const notices = rows.map(queuedNoticeOf);
-    const wakeUps = rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id, platform: row.platform }));
+    const wakeUps = rows.map((row) => ({ conversationId: row.session_id, inboxId: row.id, platform: row.platform, row }));
     const spilled = this.wakeUps?.offer(wakeUps, notices) ?? null;
     if (spilled && spilled.rest.length === 0) return true;
     const rest = spilled ? rowsOf(rows, spilled.rest) : rows;

@@ -11,6 +11,7 @@
 //
 // The same slots also run the BullMQ wake-ups (recovery, retries, other processes' ingress, spilled
 // ones), so the configured concurrency holds whichever way a wake-up came.
+import type { InboxRow } from "../state/types.js";
 import type { QueuedNotice } from "./queued-notices.js";
 
 export interface WakeUp {
@@ -22,6 +23,11 @@ export interface WakeUp {
    * reading the row first (turn-worker.ts). Absent on wake-ups that only name the row.
    */
   platform?: string;
+  /**
+   * The row as it was recorded, when the sender has it: the turn offers its message to the
+   * admission's own step to store (turn-worker.ts). Only with `platform`.
+   */
+  row?: InboxRow;
 }
 
 /** What a sink did with an offer: the wake-ups it had no room for, to be added as BullMQ jobs once `announced` settles. */

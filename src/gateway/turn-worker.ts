@@ -6,7 +6,7 @@ import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnResult } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
-import type { DeliveryInsert, InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { CreateSessionInput, DeliveryInsert, InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
 import { isEphemeralKind, type EventPublisher, type InterruptRequest } from "../bus/types.js";
 import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { DeliveryToSend } from "./delivery-worker.js";
@@ -263,17 +263,17 @@ export class TurnWorkers {
     // transaction reads the head. Others (and busy mode 'interrupt', which acts on the row first)
     // read the row before.
     const straight = platform !== undefined && busyModeFor(this.deps.config, platform) !== "interrupt";
-    let next: Pick<InboxRow, "id" | "platform"> | null = straight ? { id: wakeUp.inboxId, platform } : await this.headToRun(wakeUp);
+    let next: NextTurn | null = straight ? { id: wakeUp.inboxId, platform, row: wakeUp.row } : nextTurnOf(await this.headToRun(wakeUp));
     for (let turns = 0; next; turns++) {
       // One turn per slot while it can be handed on: the session's next turn queues behind the
       // wake-ups of other sessions already waiting, instead of keeping this slot for as long as
       // its messages keep coming (in memory, or as a job). Only when Redis refuses a job does
       // this wake-up go on itself (up to a cap; then the reconciler enqueues the row once Redis is back).
       if (turns > 0 && ((await this.handOn(conversationId, next)) || turns >= MAX_TURNS_PER_JOB)) return;
-      const ran = await this.runTurn(conversationId, next.platform);
+      const ran = await this.runTurn(conversationId, next.platform, next.row);
       // Another turn has the conversation: it reads the head after its release.
       if (ran.heldElsewhere) return;
-      next = ran.headAfterRelease !== undefined ? ran.headAfterRelease : await this.headIfFree(conversationId);
+      next = nextTurnOf(ran.headAfterRelease !== undefined ? ran.headAfterRelease : await this.headIfFree(conversationId));
     }
   }
 
@@ -298,10 +298,10 @@ export class TurnWorkers {
   }
 
   /** Hand the conversation's next row on to a later wake-up; false when that could not be arranged. */
-  private handOn(conversationId: string, row: Pick<InboxRow, "id" | "platform">): Promise<boolean> {
+  private handOn(conversationId: string, next: NextTurn): Promise<boolean> {
     // In memory while a slot is free; else through BullMQ, behind what already waits there.
-    if (this.local?.handOn({ conversationId, inboxId: row.id, platform: row.platform })) return Promise.resolve(true);
-    return this.deps.wakeAgain(conversationId, row.id, row.platform);
+    if (this.local?.handOn({ conversationId, inboxId: next.id, platform: next.platform, ...(next.row ? { row: next.row } : {}) })) return Promise.resolve(true);
+    return this.deps.wakeAgain(conversationId, next.id, next.platform);
   }
 
   /**
@@ -309,7 +309,7 @@ export class TurnWorkers {
    * and tools). What it found: nothing to do (skipped), another holder (heldElsewhere), and the
    * head as its lease's release left it (headAfterRelease).
    */
-  private async runTurn(conversationId: string, platform: string): Promise<Pick<TurnResult, "heldElsewhere" | "headAfterRelease">> {
+  private async runTurn(conversationId: string, platform: string, row?: InboxRow): Promise<Pick<TurnResult, "heldElsewhere" | "headAfterRelease">> {
     const { config, metrics } = this.deps;
     const state: TurnState = { inboxIds: [], published: Promise.resolve(), stream: null, waitStarted: null, completion: null, deliveries: [] };
     // The agent starts from the conversation id: under the lease it resolves the tip and reloads
@@ -325,6 +325,9 @@ export class TurnWorkers {
         // The head of the inbox is read in the lease's transaction too, and again in its release's.
         pendingInboxLimit: this.headSize(mode),
         admittedInput: (ctx) => this.admitHead(conversationId, mode, ctx, state),
+        conversationId,
+        // The row this turn is most likely for: the admission's own step stores its message when it is the head.
+        ...(row && expectsPlainInput(row, mode) ? { expectedInput: { inboxId: row.id, input: userMessageOf(row), session: sessionInputOf(row) } } : {}),
         giveUpWhenHeld: true,
         readHeadOnRelease: true,
       });
@@ -531,14 +534,7 @@ export class TurnWorkers {
   private async ensureSessionRow(sessionId: string, row: InboxRow): Promise<void> {
     const { store } = this.deps;
     if (await store.getSession(sessionId)) return;
-    const inbound = inboundOf(row);
-    await store.createSession(sessionId, {
-      source: inbound.platform,
-      sessionKey: inbound.sessionKey,
-      chatId: inbound.chatId,
-      threadId: inbound.threadId,
-      userId: inbound.userId,
-    });
+    await store.createSession(sessionId, sessionInputOf(row));
   }
 
   private track(conversationId: string, turn: RunningTurn): void {
@@ -564,6 +560,28 @@ function streamEnded(state: TurnState): boolean {
   if (!state.stream.closeIfUnposted()) return false;
   state.stream = null;
   return true;
+}
+
+/** The next turn of a wake-up: the row it is for, and the row itself when at hand. */
+interface NextTurn {
+  id: number;
+  platform: string;
+  row?: InboxRow;
+}
+
+function nextTurnOf(row: InboxRow | null): NextTurn | null {
+  return row ? { id: row.id, platform: row.platform, row } : null;
+}
+
+/** A pending row whose message is known without a download, in a mode that takes the head as it is. */
+function expectsPlainInput(row: InboxRow, mode: BusyMode): boolean {
+  return row.status === "pending" && mode !== "interrupt" && !hasMedia(row) && !row.payload.command;
+}
+
+/** The session row a row's first turn creates when its session has none. */
+function sessionInputOf(row: InboxRow): CreateSessionInput {
+  const inbound = inboundOf(row);
+  return { source: inbound.platform, sessionKey: inbound.sessionKey, chatId: inbound.chatId, threadId: inbound.threadId, userId: inbound.userId };
 }
 
 function userMessageOf(row: InboxRow): AdmittedUserInput {

@@ -47,6 +47,7 @@ import type {
   StaleLease,
   StoredAttachment,
   TurnStartRead,
+  InputUnderLease,
 } from "./types.js";
 
 export interface SessionDBOptions extends StoreOptions {
@@ -121,7 +122,7 @@ export class SessionDB implements SessionStore {
     conversationId: string,
     holder: string,
     ttl: number,
-    reading: { sessionId: string; pendingInboxLimit?: number },
+    reading: TurnStartReading,
   ) => { attempt: LeaseAttempt; read: TurnStartRows | null };
   /** One read transaction: a snapshot for the three reads, one lock and one cache check instead of three. */
   private readonly wakeUpRead: (conversationId: string, inboxId: number | null) => WakeUpView;
@@ -200,12 +201,15 @@ export class SessionDB implements SessionStore {
     // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now
     // guards. A warm-up read before it leaves only the newest transcript rows to read here, and the
     // rows become messages (with their images' bytes) after the commit.
-    const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: { sessionId: string; pendingInboxLimit?: number }) => {
-      const attempt = this.leases.tryAcquireWithin(conversationId, holder, ttl, this.clock());
+    const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: TurnStartReading) => {
+      const now = this.clock();
+      const attempt = this.leases.tryAcquireWithin(conversationId, holder, ttl, now);
       if (!attempt.acquired) return { attempt, read: null };
-      const read = this.turnStartRows(reading.sessionId);
+      let read = this.turnStartRows(reading.sessionId);
       const limit = reading.pendingInboxLimit ?? 0;
-      return { attempt, read: limit > 0 ? { ...read, pendingInbox: this.inbox.pendingForSession(conversationId, limit) } : read };
+      if (limit > 0) read = { ...read, pendingInbox: this.inbox.pendingForSession(conversationId, limit) };
+      const inputRowId = reading.input ? this.storeInputUnderLease(conversationId, read.sessionId, reading.input, now) : null;
+      return { attempt, read: inputRowId === null ? read : { ...read, sessionExists: true, inputRowId } };
     });
     this.acquireAndReadTransaction = (conversationId, holder, ttl, reading) => acquireAndRead.immediate(conversationId, holder, ttl, reading);
     // A read transaction: it takes no write lock.
@@ -379,6 +383,19 @@ export class SessionDB implements SessionStore {
     const sessionExists = this.sessions.get(tip) !== null;
     // The images' bytes are read after the commit (withImageBytes): under the lock, only which ones.
     return { sessionId: tip, sessionExists, transcript: sessionExists ? this.transcriptRowsOf(tip, false) : null };
+  }
+
+  /**
+   * InputUnderLease, in the admission's transaction after its reads (the lease is held): the
+   * message's row id, or null when it is not to be stored here (see InputUnderLease).
+   */
+  private storeInputUnderLease(conversationId: string, tip: string, input: InputUnderLease, now: number): number | null {
+    if (input.message.attachments?.length) return null;
+    if (this.inbox.pendingForSession(conversationId, 1)[0]?.id !== input.inboxId) return null;
+    const platformId = input.message.platform_message_id ?? null;
+    if (platformId !== null && this.messages.hasPlatformMessageId(tip, platformId)) return null;
+    if (!this.sessions.has(tip)) this.sessions.create(tip, input.session, now);
+    return this.messages.insertAll(tip, [input.message], now)[0];
   }
 
   /**
@@ -630,6 +647,8 @@ interface TranscriptRowsRead {
   rows: StoredMessageTuple[];
   attachments: Map<number, MessageAttachment[]>;
 }
+
+type TurnStartReading = Omit<NonNullable<LeaseAcquireOptions["readUnderLease"]>, "onRead">;
 
 /** The turn's first read as its transaction returns it: rows, turned into messages after the commit. */
 interface TurnStartRows extends Omit<TurnStartRead, "transcript"> {

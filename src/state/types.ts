@@ -154,9 +154,27 @@ export interface LeaseAcquireOptions {
    * and its model-ready transcript (repaired, with row ids). Handed to `onRead` when the lease is
    * taken; a store without the combined step leaves it uncalled (the caller then reads itself).
    * A failing read fails that attempt, and nothing is held. With `pendingInboxLimit`, the same
-   * step also reads the head of the conversation's pending inbox (up to that many rows).
+   * step also reads the head of the conversation's pending inbox (up to that many rows). With
+   * `input`, the same step may also store the turn's first input (see InputUnderLease).
    */
-  readUnderLease?: { sessionId: string; onRead: (read: TurnStartRead) => void; pendingInboxLimit?: number };
+  readUnderLease?: { sessionId: string; onRead: (read: TurnStartRead) => void; pendingInboxLimit?: number; input?: InputUnderLease };
+}
+
+/**
+ * A turn's first input, stored by the admission's own step once the lease is taken: under the
+ * lease's fence, in the tip, after the transcript the step reads (so not in it). Stored only when
+ * its inbox row is pending and the head of the conversation's pending inbox (so strict order
+ * holds), and the tip holds no message with its platform id yet (a crashed turn's flush); the
+ * tip's row is created with it when the tip has none. A store may pass (the caller then stores it
+ * in its first flush), and does so when the tip moved since the session's last turn.
+ */
+export interface InputUnderLease {
+  /** The inbox row the message comes from. */
+  inboxId: number;
+  /** One user message without attachments, as a flush would store it. */
+  message: ConversationMessage;
+  /** The tip's row when it has none. */
+  session: CreateSessionInput;
 }
 
 /** See SessionStore.wakeUpView. */
@@ -175,6 +193,8 @@ export interface TurnStartRead {
   transcript: ConversationMessage[];
   /** pendingInbox(conversationId, pendingInboxLimit) as of the lease's transaction, when asked for. */
   pendingInbox?: InboxRow[];
+  /** The row id of readUnderLease.input's message, when the step stored it (then sessionExists is true). */
+  inputRowId?: number;
 }
 
 /**

@@ -106,6 +106,29 @@ describe.each(storeBackends)("on $name", (each) => {
       expect((await db.getMessages(child)).map((row) => row.content).slice(-2)).toEqual(["and now?", "again"]);
     });
 
+    it("an input stored at admission in the parent is stored again in the child, after the recent copies", async () => {
+      const db = await longSession();
+      const row = (await db.recordInbound({ platform: "slack", platformMessageId: "p-new", sessionId: "root", payload: { text: "new question" } })).row;
+      const provider = new ScriptedProvider([reply("SUMMARY"), reply("final answer")]);
+      const agent = new Agent({ store: db, provider, sessionId: "root", platform: "slack", compaction: { maxChars: 500, keepRecent: 2 } });
+      const input = { text: "new question", platformMessageId: "p-new", timestamp: 100 };
+      const result = await agent.runConversation(null, {
+        pendingInboxLimit: 1,
+        expectedInput: { inboxId: row.id, input, session: { source: "slack" } },
+        admittedInput: async ({ pendingInbox }) => (pendingInbox?.[0]?.id === row.id ? { messages: [input] } : null),
+      });
+      expect(result.completed).toBe(true);
+      const child = result.sessionId ?? "";
+      expect(child).not.toBe("root");
+      // Stored at admission in the parent (then the tip), and in the child once the turn moved there.
+      const parentRows = await db.getMessages("root");
+      expect(parentRows).toHaveLength(7);
+      expect(parentRows.at(-1)?.platform_message_id).toBe("p-new");
+      const rows = await db.getMessages(child);
+      expect(rows.map((m) => (m.content ?? "").slice(0, 9))).toEqual(["[Summary ", "message 4", "message 5", "new quest", "final ans"]);
+      expect(provider.requests[1].messages.map((m) => (m.content ?? "").slice(0, 9)).slice(-1)).toEqual(["new quest"]);
+    });
+
     it("leaves a short transcript alone", async () => {
       const db = await longSession();
       const provider = new ScriptedProvider([reply("answer")]);

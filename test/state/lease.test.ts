@@ -3,6 +3,7 @@ import Database, { type Statement } from "better-sqlite3";
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
+import type { TurnStartRead } from "../../src/state/types.js";
 import { sqliteBackend, storeBackends, type TestStore } from "../support/store-backends.js";
 import { countTransactions } from "../support/transaction-counter.js";
 import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
@@ -292,6 +293,45 @@ describe.each(storeBackends)("lease on $name", (backend) => {
       } finally {
         transactions.stop();
       }
+    });
+
+    it("readUnderLease with an input: stored under the lease after the reads, only for the pending head and only once", async () => {
+      const db = await store.open();
+      const record = async (id: string) => (await db.recordInbound({ platform: "t", platformMessageId: id, sessionId: "fresh", payload: { text: id } })).row;
+      const [first, second] = [await record("m1"), await record("m2")];
+      const inputFor = (inboxId: number, platformId: string) => ({
+        inboxId,
+        message: { role: "user" as const, content: platformId, platform_message_id: platformId, timestamp: 100 },
+        session: { source: "t", userId: "u-1" },
+      });
+      const reads: TurnStartRead[] = [];
+      const onRead = (read: TurnStartRead) => reads.push(read);
+
+      // Not the head (m1 is older and pending): nothing stored, no row created.
+      expect(await db.acquireSessionTurnLease("fresh", "A", { readUnderLease: { sessionId: "fresh", pendingInboxLimit: 1, input: inputFor(second.id, "m2"), onRead } })).toBe(true);
+      expect(reads[0]).toEqual({ sessionId: "fresh", sessionExists: false, transcript: [], pendingInbox: [first] });
+      expect(await db.getSession("fresh")).toBeNull();
+      await db.releaseSessionTurnLease("fresh", "A");
+
+      // Held by another: not admitted, nothing stored.
+      expect(await db.tryAcquireSessionTurnLease("fresh", "B")).toBe(true);
+      expect(await db.acquireSessionTurnLease("fresh", "A", { waitSeconds: 0, readUnderLease: { sessionId: "fresh", input: inputFor(first.id, "m1"), onRead } })).toBe(false);
+      expect(await db.getSession("fresh")).toBeNull();
+      await db.releaseSessionTurnLease("fresh", "B");
+
+      // The head: the row is created and the message stored, after the transcript read.
+      expect(await db.acquireSessionTurnLease("fresh", "A", { readUnderLease: { sessionId: "fresh", pendingInboxLimit: 1, input: inputFor(first.id, "m1"), onRead } })).toBe(true);
+      const stored = await db.getMessages("fresh");
+      expect(stored.map((m) => [m.content, m.platform_message_id, m.timestamp])).toEqual([["m1", "m1", 100]]);
+      expect(reads[1]).toEqual({ sessionId: "fresh", sessionExists: true, transcript: [], pendingInbox: [first], inputRowId: stored[0].id });
+      expect(await db.getSession("fresh")).toMatchObject({ source: "t", user_id: "u-1", parent_session_id: null });
+      await db.releaseSessionTurnLease("fresh", "A");
+
+      // Its platform id stored already (a turn that crashed after admission): not stored twice.
+      expect(await db.acquireSessionTurnLease("fresh", "A", { readUnderLease: { sessionId: "fresh", input: inputFor(first.id, "m1"), onRead } })).toBe(true);
+      expect(reads[2].inputRowId).toBeUndefined();
+      expect(reads[2].transcript.map((m) => m.content)).toEqual(["m1"]);
+      expect(await db.getMessages("fresh")).toHaveLength(1);
     });
 
     it("is admitted at once when free, without onWait or onContended", async () => {

@@ -5,14 +5,14 @@ import type { InboxInsert, InboxRow, InboxStatus } from "../types.js";
 import { clockSql, prepared, type Queryable } from "./connection.js";
 import { compressionParentStep } from "./sessions.js";
 
-const COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
+export const INBOX_COLUMNS = "id, platform, platform_message_id, session_id, payload, status, received_at, enqueued_at, completed_at, reply, reason";
 
 const INSERT = `
   INSERT INTO inbox (platform, platform_message_id, session_id, payload, status, received_at, reason, completed_at)
   VALUES ($1, $2, $3, $4, $5, COALESCE($6::float8, ${clockSql(8)}), $7,
           CASE WHEN $7::text IS NULL THEN NULL ELSE ${clockSql(8)} END)
   ON CONFLICT (platform, platform_message_id) DO NOTHING
-  RETURNING ${COLUMNS}`;
+  RETURNING ${INBOX_COLUMNS}`;
 
 // Several pending rows in one statement (atomic alone, ids drawn in the given order). A platform
 // message given twice is inserted once: DO NOTHING skips a row that conflicts with one the same
@@ -24,7 +24,7 @@ const INSERT_MANY = `
          WITH ORDINALITY AS r (platform, platform_message_id, session_id, payload, received_at, ord)
    ORDER BY r.ord
   ON CONFLICT (platform, platform_message_id) DO NOTHING
-  RETURNING ${COLUMNS}`;
+  RETURNING ${INBOX_COLUMNS}`;
 
 // INSERT_MANY for rows given by routing key too ($6: the key, where $3 is null): each keyed row
 // goes to the conversation of its key's live session (its compression-lineage root, walked up as
@@ -56,17 +56,17 @@ const INSERT_PLACED = `
       FROM placed WHERE NOT EXISTS (SELECT 1 FROM placed WHERE target IS NULL)
      ORDER BY ord
     ON CONFLICT (platform, platform_message_id) DO NOTHING
-    RETURNING ${COLUMNS}
+    RETURNING ${INBOX_COLUMNS}
   )
   SELECT NULL::boolean AS unplaced, inserted.* FROM inserted
   UNION ALL
-  SELECT true, ${COLUMNS.split(", ").map(() => "NULL").join(", ")} WHERE EXISTS (SELECT 1 FROM placed WHERE target IS NULL)`;
+  SELECT true, ${INBOX_COLUMNS.split(", ").map(() => "NULL").join(", ")} WHERE EXISTS (SELECT 1 FROM placed WHERE target IS NULL)`;
 
-const SELECT_BY_ID = `SELECT ${COLUMNS} FROM inbox WHERE id = $1`;
-const SELECT_BY_KEY = `SELECT ${COLUMNS} FROM inbox WHERE platform = $1 AND platform_message_id = $2`;
+const SELECT_BY_ID = `SELECT ${INBOX_COLUMNS} FROM inbox WHERE id = $1`;
+const SELECT_BY_KEY = `SELECT ${INBOX_COLUMNS} FROM inbox WHERE platform = $1 AND platform_message_id = $2`;
 const MARK_ENQUEUED = `UPDATE inbox SET enqueued_at = ${clockSql(2)} WHERE id = ANY ($1::bigint[])`;
-const PENDING_FOR_SESSION = `SELECT ${COLUMNS} FROM inbox WHERE session_id = $1 AND status = 'pending' ORDER BY id LIMIT $2`;
-const ALL_PENDING = `SELECT ${COLUMNS} FROM inbox WHERE status = 'pending' ORDER BY id LIMIT $1`;
+const PENDING_FOR_SESSION = `SELECT ${INBOX_COLUMNS} FROM inbox WHERE session_id = $1 AND status = 'pending' ORDER BY id LIMIT $2`;
+const ALL_PENDING = `SELECT ${INBOX_COLUMNS} FROM inbox WHERE status = 'pending' ORDER BY id LIMIT $1`;
 const UNCLAIMED_HEADS = `
   SELECT session_id, MIN(id) AS id FROM inbox
    WHERE status = 'pending' AND received_at <= ${clockSql(3)} - $1

@@ -48,7 +48,7 @@ import {
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
 import { recordInboundBatch } from "./inbox-batch.js";
-import { PgLeaseSql } from "./lease.js";
+import { PgLeaseSql, pendingHeadStoringInput, type PendingHeadWithInput } from "./lease.js";
 import { TranscriptRows } from "../transcript-rows.js";
 import { PgMessageSql } from "./messages.js";
 import { migrateSchema } from "./migrations.js";
@@ -139,7 +139,8 @@ export class PostgresStore implements SessionStore {
      * per handoff). Safe because WAL is one ordered log: the fenced flush that depends on a lease
      * commits synchronously, which flushes every earlier record with it, the lease's included. A
      * database crash can only lose lease changes no durable write depended on yet: a lost acquire
-     * fences its holder out; a lost release leaves a lease that expires (or is reaped) as usual.
+     * fences its holder out; a lost release leaves a lease that expires (or is reaped) as usual;
+     * a lost input stored at admission leaves its inbox row pending, and its turn is run again.
      */
     private readonly leasePool: pg.Pool,
     readonly schema: string,
@@ -360,24 +361,44 @@ export class PostgresStore implements SessionStore {
    * and the conversation's pending head. They go out with the admission itself, for the tip the
    * session had last time (nearly always its tip still); a tip that moved is read again.
    */
-  private issueTurnStartRead(client: pg.PoolClient, reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>, conversationId: string): Promise<TurnStartRead> {
+  private issueTurnStartRead(
+    client: pg.PoolClient,
+    reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>,
+    conversationId: string,
+    holder: string,
+  ): Promise<TurnStartRead> {
     const guess = this.tips.get(reading.sessionId) ?? reading.sessionId;
     const limit = reading.pendingInboxLimit ?? 0;
     const transcriptOptions = { repairAlternation: true, includeRowIds: true };
-    const issued = allInOrder([
-      this.sessions.tipWithRow(client, reading.sessionId),
-      this.conversationOn(client, guess, transcriptOptions),
-      limit > 0 ? this.inbox.pendingForSession(client, conversationId, limit) : Promise.resolve(null),
-    ] as const);
-    return issued.then(async ([{ tip, row }, guessedTranscript, pendingInbox]) => {
-      const sessionExists = row !== null;
+    const input = reading.input && !reading.input.message.attachments?.length ? reading.input : null;
+    // With an input, the head is read by the statement that may store it (the same snapshot): it
+    // is stored only for the tip guessed here, so a tip that moved leaves it to the turn's flush.
+    // That statement also reads the tip and whether it has a row: no statement of their own then.
+    const tipRead = input ? null : this.sessions.tipWithRow(client, reading.sessionId).then(({ tip, row }) => ({ tip, tipExists: row !== null }));
+    const transcriptRead = this.conversationOn(client, guess, transcriptOptions);
+    // In this order on the connection: the head's statement (which may write) after the reads.
+    const headRead: Promise<PendingHeadWithInput | Omit<PendingHeadWithInput, "tip" | "tipExists"> | null> = input
+      ? pendingHeadStoringInput(client, { sessionId: reading.sessionId, conversationId, tip: guess, holder, headSize: Math.max(1, limit) }, input, this.now())
+      : limit > 0
+        ? this.inbox.pendingForSession(client, conversationId, limit).then((pendingInbox) => ({ pendingInbox, inputRowId: null, createdSession: false }))
+        : Promise.resolve(null);
+    const issued = allInOrder([tipRead ?? Promise.resolve(null), transcriptRead, headRead] as const);
+    return issued.then(async ([tipFound, guessedTranscript, head]) => {
+      const found = tipFound ?? (head && "tip" in head ? head : null);
+      if (!found) throw new Error(`admission of ${reading.sessionId}: the tip was not read`);
+      const { tip, tipExists } = found;
+      const inputRowId = head?.inputRowId ?? null;
+      // Committed: a row created parentless is its own conversation's root for good.
+      if (head?.createdSession) this.sessions.rememberRoot(tip);
+      const sessionExists = tipExists || inputRowId !== null;
       let transcript = guessedTranscript;
       if (tip !== guess) {
         this.rememberTip(reading.sessionId, tip);
         transcript = sessionExists ? await this.conversationOn(client, tip, transcriptOptions) : [];
       }
-      const read: TurnStartRead = { sessionId: tip, sessionExists, transcript: sessionExists ? transcript : [] };
-      return pendingInbox === null ? read : { ...read, pendingInbox };
+      let read: TurnStartRead = { sessionId: tip, sessionExists, transcript: tipExists ? transcript : [] };
+      if (head !== null && limit > 0) read = { ...read, pendingInbox: head.pendingInbox };
+      return inputRowId === null ? read : { ...read, inputRowId };
     });
   }
 
@@ -440,7 +461,7 @@ export class PostgresStore implements SessionStore {
     return this.leaseTrips.run(async (client) => {
       const [attempt, started] = await Promise.allSettled([
         this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
-        this.issueTurnStartRead(client, reading, conversationId),
+        this.issueTurnStartRead(client, reading, conversationId, holder),
       ]);
       if (attempt.status === "rejected") throw attempt.reason;
       if (started.status === "fulfilled") return { attempt: attempt.value, started: started.value };

@@ -71,7 +71,7 @@ const LINEAGE_ROOT = `
     FROM lineage ORDER BY depth DESC LIMIT 1`;
 
 // Down through the newest compression child at each step, to the live tip.
-const TIP_WALK = `
+export const TIP_WALK = `
   tip (id, depth, path) AS (
     SELECT $1::text, 0, ARRAY[$1::text]
     UNION ALL
@@ -177,7 +177,8 @@ export class PgSessionSql {
     return row.id;
   }
 
-  private rememberRoot(id: string): void {
+  /** `id` has a committed row without a parent. */
+  rememberRoot(id: string): void {
     if (this.knownRoots.size >= MAX_KNOWN_ROOTS) this.knownRoots.clear();
     this.knownRoots.add(id);
   }
