@@ -17,15 +17,17 @@ afterEach(async () => {
 });
 
 const OTHER = "pid=999999:host=another-host:turn=s1:abcd1234:platform=test";
-const WAIT_SECONDS = 20;
+/** The turns' lease wait, and the fallback poll: both far past the guard (within) on each wait below. */
+const WAIT_SECONDS = 3_600;
+const GUARD_MS = 15_000;
 
 let backend: StoreBackend;
 
 async function sessionHeldByAnotherWorker(): Promise<SessionStore> {
   live = liveStore(backend, "lease_wait");
-  // The fallback poll and the holder's expiry (60 s each) lie past the waits below
-  // (WAIT_SECONDS): only the interrupt (or a release) may end a wait with anything but a timeout.
-  const db = await live.open({ pollIntervalMs: 60_000 });
+  // The fallback poll, the holder's expiry (60 s) and the wait's deadline lie past the guards
+  // below: only the interrupt (or a release) ends a wait before them.
+  const db = await live.open({ pollIntervalMs: WAIT_SECONDS * 1000 });
   await db.createSession("s1", { source: "test" });
   await db.appendMessage("s1", { role: "user", content: "earlier" });
   expect(await db.tryAcquireSessionTurnLease("s1", OTHER, { ttlSeconds: 60 })).toBe(true);
@@ -61,9 +63,8 @@ describe.each(storeBackends)("on $name", (each) => {
       expect(await within(waiting.promise, 5_000)).toBe(true);
       expect(statuses).toEqual([["lifecycle", "Another worker is running a turn on this session; waiting…"]]);
       agent.interrupt("follow-up while waiting");
+      expect(await within(turn, GUARD_MS)).toBe(true);
       const first = await turn;
-
-      // Not a lease timeout: the interrupt ended the wait.
       expect(first.interrupted).toBe(true);
       expect(first.failed).toBe(false);
       expect(first.interruptMessage).toBe("follow-up while waiting");
@@ -135,9 +136,9 @@ describe.each(storeBackends)("on $name", (each) => {
       expect(await within(waiting.promise, 5_000)).toBe(true);
       await db.appendMessage("s1", { role: "assistant", content: "the other worker's reply" });
       await db.releaseSessionTurnLease("s1", OTHER);
+      // Woken by the release: nothing else ends the wait before the guard.
+      expect(await within(turn, GUARD_MS)).toBe(true);
       const result = await turn;
-
-      // Woken by the release: without it the wait would have timed out before any poll.
       expect(result.completed).toBe(true);
       expect(statuses).toEqual([
         "Another worker is running a turn on this session; waiting…",

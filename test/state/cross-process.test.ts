@@ -12,7 +12,7 @@ import { makeHolder, type StoreConfig } from "../../src/state/index.js";
 import { newRedisClient, uniquePrefix } from "../support/redis.js";
 import { storeBackends, type TestStore } from "../support/store-backends.js";
 import type { HolderCommand, HolderReply } from "./fixtures/lease-holder.js";
-import { contents, until } from "./helpers.js";
+import { contents, FAR_POLL_MS, FAR_WAIT_SECONDS, orStillWaiting, until } from "./helpers.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const projectRoot = resolve(here, "..", "..");
@@ -113,9 +113,9 @@ describe.each(storeBackends)("two OS processes on one database ($name)", (backen
 
   it("A (child) holds and writes, B waits, B is admitted right after A's release via Redis, and A's late flush is fenced", async () => {
     const prefix = uniquePrefix("lease");
-    // The poll and A's expiry (60 s each) lie past B's 20 s wait: only the release's wake-up
-    // through Redis can admit B.
-    const pollIntervalMs = 60_000;
+    // The poll, A's expiry (60 s) and B's deadline lie past the guard: only the release's wake-up
+    // through Redis admits B before it.
+    const pollIntervalMs = FAR_POLL_MS;
     const b = await store.open({ notifier: await redisNotifier(prefix), pollIntervalMs });
     holderProcess = await HolderProcess.start(store.config, prefix);
     const a = holderProcess;
@@ -129,12 +129,12 @@ describe.each(storeBackends)("two OS processes on one database ($name)", (backen
     const holderB = makeHolder({ sessionId: "shared", platform: "test" });
     const onWait = vi.fn();
     const shouldAbort = vi.fn(() => false);
-    const admission = b.acquireSessionTurnLease("shared", holderB, { ttlSeconds: 60, waitSeconds: 20, onWait, shouldAbort });
+    const admission = b.acquireSessionTurnLease("shared", holderB, { ttlSeconds: 60, waitSeconds: FAR_WAIT_SECONDS, onWait, shouldAbort });
     await until(() => onWait.mock.calls.length > 0, 5000, "B to start waiting");
     await a.result({ op: "append", sessionId: "shared", holder: holderA, texts: ["a2"] });
     await a.result({ op: "release", sessionId: "shared", holder: holderA });
 
-    expect(await admission).toBe(true);
+    expect(await orStillWaiting(admission, 15_000)).toBe(true);
     // Two attempts: the refused one, and the one the release woke.
     expect(shouldAbort).toHaveBeenCalledTimes(2);
     expect(onWait.mock.calls).toEqual([[0]]);

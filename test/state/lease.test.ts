@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { makeHolder, parseHolder, SessionDBClosedError, thisHost } from "../../src/state/index.js";
 import { sqliteBackend, storeBackends, type TestStore } from "../support/store-backends.js";
 import { countTransactions } from "../support/transaction-counter.js";
-import { deadPid, manualClock, sleep, tempStore, until, type TempStore } from "./helpers.js";
+import { deadPid, FAR_POLL_MS, FAR_WAIT_SECONDS, manualClock, orStillWaiting, sleep, tempStore, until, type TempStore } from "./helpers.js";
 
 const HOST = "test-host";
 const holderOn = (host: string, pid: number, turn = "t") => `pid=${pid}:host=${host}:turn=${turn}`;
@@ -215,18 +215,18 @@ describe.each(storeBackends)("lease on $name", (backend) => {
     });
 
     it("a reap wakes the lease's waiters like a release", async () => {
-      const db = await store.open({ hostname: HOST, pollIntervalMs: 10_000 });
+      const db = await store.open({ hostname: HOST, pollIntervalMs: FAR_POLL_MS });
       const dead = holderOn(HOST, deadPid(), "dead");
       // Not provably dead to the waiter's store (it names another host), so the waiter waits.
-      const waiterDb = await store.open({ hostname: "elsewhere", pollIntervalMs: 10_000 });
+      const waiterDb = await store.open({ hostname: "elsewhere", pollIntervalMs: FAR_POLL_MS });
       await db.tryAcquireSessionTurnLease("s", dead, { ttlSeconds: 3600 });
       const onWait = vi.fn();
-      const admitted = waiterDb.acquireSessionTurnLease("s", "B", { waitSeconds: 5, onWait });
+      const admitted = waiterDb.acquireSessionTurnLease("s", "B", { waitSeconds: FAR_WAIT_SECONDS, onWait });
       await until(() => onWait.mock.calls.length > 0, 5_000, "B to wait");
       expect(await db.reapSessionTurnLease("s", dead)).toBe(true);
-      // Neither the poll (10 s) nor the lease's expiry (1 h) comes within the 5 s wait: only the
-      // reap's wake-up can admit B.
-      expect(await admitted).toBe(true);
+      // The poll, the lease's expiry and the wait's end are an hour away: only the reap's wake-up
+      // admits B before the guard.
+      expect(await orStillWaiting(admitted)).toBe(true);
     });
   });
 
@@ -358,21 +358,21 @@ describe.each(storeBackends)("lease on $name", (backend) => {
 
 
     it("two store objects on one database in one process: B waits, A releases, B is admitted at once and reads A's rows", async () => {
-      // The poll (60 s) and A's expiry (60 s) both lie past B's 10 s wait: only the release's
-      // wake-up can admit B.
-      const a = await store.open({ pollIntervalMs: 60_000 });
-      const b = await store.open({ pollIntervalMs: 60_000 });
+      // The poll, A's expiry (60 s) and B's deadline lie past the guard: only the release's
+      // wake-up admits B before it.
+      const a = await store.open({ pollIntervalMs: FAR_POLL_MS });
+      const b = await store.open({ pollIntervalMs: FAR_POLL_MS });
       await a.createSession("shared", { source: "t" });
       expect(await a.acquireSessionTurnLease("shared", "A", { ttlSeconds: 60 })).toBe(true);
       await a.appendMessagesBatch("shared", [{ role: "user", content: "first" }], { turnLeaseHolder: "A" });
 
       const onWait = vi.fn();
       const shouldAbort = vi.fn(() => false);
-      const waiting = b.acquireSessionTurnLease("shared", "B", { ttlSeconds: 60, waitSeconds: 10, onWait, shouldAbort });
+      const waiting = b.acquireSessionTurnLease("shared", "B", { ttlSeconds: 60, waitSeconds: FAR_WAIT_SECONDS, onWait, shouldAbort });
       await until(() => onWait.mock.calls.length > 0, 5_000, "B to wait");
       await a.appendMessagesBatch("shared", [{ role: "assistant", content: "first answer" }], { turnLeaseHolder: "A" });
       await a.releaseSessionTurnLease("shared", "A");
-      expect(await waiting).toBe(true);
+      expect(await orStillWaiting(waiting)).toBe(true);
       // Two attempts: the refused one, and the one the release woke.
       expect(shouldAbort).toHaveBeenCalledTimes(2);
       expect(onWait).toHaveBeenCalledTimes(1);
@@ -381,11 +381,12 @@ describe.each(storeBackends)("lease on $name", (backend) => {
 
     it("wakes when the current lease runs out, without waiting for the poll", async () => {
       const a = await store.open();
-      const b = await store.open({ pollIntervalMs: 10_000 });
+      const b = await store.open({ pollIntervalMs: FAR_POLL_MS });
       await a.tryAcquireSessionTurnLease("s", "A", { ttlSeconds: 0.3 });
       const shouldAbort = vi.fn(() => false);
-      // The poll (10 s) lies past the 5 s wait and nobody releases: only the wake-up at A's expiry can admit B.
-      expect(await b.acquireSessionTurnLease("s", "B", { waitSeconds: 5, shouldAbort })).toBe(true);
+      // The poll and B's deadline lie past the guard and nobody releases: only the wake-up at A's
+      // expiry admits B before it.
+      expect(await orStillWaiting(b.acquireSessionTurnLease("s", "B", { waitSeconds: FAR_WAIT_SECONDS, shouldAbort }))).toBe(true);
       expect(shouldAbort).toHaveBeenCalledTimes(2);
     });
 
