@@ -21,11 +21,10 @@ describe.each(storeBackends)("turn options for wake-ups ($name)", (backend) => {
     expect(await db.tryAcquireSessionTurnLease("conv", "other-turn", { ttlSeconds: 60 })).toBe(true);
     const events: AgentEvent[] = [];
     const agent = new Agent({ store: db, provider: new EchoProvider(), sessionId: "conv", platform: "test", onEvent: (e) => events.push(e) });
-    const started = performance.now();
     const result = await agent.runConversation("hello", { giveUpWhenHeld: true, readHeadOnRelease: true });
-    expect(performance.now() - started).toBeLessThan(2_000);
     expect(result).toMatchObject({ heldElsewhere: true, skipped: true, failed: false });
     expect(result.headAfterRelease).toBeUndefined();
+    // Not even a turn.waiting: a turn that waited for the holder would announce it at once.
     expect(events).toEqual([]);
     expect((await db.getSessionTurnLease("conv"))?.holder).toBe("other-turn");
     expect(await db.getMessages("conv")).toEqual([]);

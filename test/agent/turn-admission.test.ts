@@ -366,6 +366,7 @@ describe("turn admission", () => {
     const refreshStarted = latch();
     const releaseRefresh = latch();
     const interruptStarted = latch();
+    const interruptDone = latch();
     const calls: Array<[string | null | undefined, boolean | undefined]> = [];
     // An interrupt that is still under way when the loop returns.
     const interrupt = agent.interrupt;
@@ -374,6 +375,7 @@ describe("turn admission", () => {
       interruptStarted.resolve();
       await within(releaseRefresh.promise, 2_000);
       await interrupt(message);
+      interruptDone.resolve();
     };
     db.refreshSessionTurnLease = async () => {
       refreshStarted.resolve();
@@ -382,15 +384,16 @@ describe("turn admission", () => {
     agent.runLoop = async (_message, _system, history) => {
       expect(await within(refreshStarted.promise, 2_000)).toBe(true);
       expect(await within(interruptStarted.promise, 2_000)).toBe(true);
-      setTimeout(() => releaseRefresh.resolve(), 50);
+      // The interrupt goes on only after the loop has returned.
+      setImmediate(() => releaseRefresh.resolve());
       return okLoop(history);
     };
 
     const result = await agent.runConversation("new message", {
       conversationHistory: [{ role: "user", content: "seed" }],
     });
-    // Give a stray interrupt every chance to land.
-    await sleep(100);
+    // The stray interrupt has landed.
+    await interruptDone.promise;
 
     expect(result.finalResponse).toBe("ok");
     expect(calls).toHaveLength(1);
@@ -412,9 +415,13 @@ describe("turn admission", () => {
     const agent = agentWithDb(db);
     agent.leaseRefreshIntervalSeconds = 0.01;
     const released = latch();
+    const refreshing = latch();
+    const missed = latch();
     const calls = trackInterrupts(agent);
     db.refreshSessionTurnLease = async () => {
+      refreshing.resolve();
       await within(released.promise, 2_000);
+      missed.resolve();
       return false;
     };
     const originalRelease = db.releaseSessionTurnLease.bind(db);
@@ -423,14 +430,17 @@ describe("turn admission", () => {
       released.resolve();
     };
     agent.runLoop = async (_message, _system, history) => {
-      await sleep(30);
+      // A refresh is under way when the loop returns; it answers "missed" after the release.
+      expect(await within(refreshing.promise, 2_000)).toBe(true);
       return okLoop(history);
     };
 
     const result = await agent.runConversation("new message", {
       conversationHistory: [{ role: "user", content: "seed" }],
     });
-    await sleep(50);
+    // The late miss has been answered, and its handling has had a turn of the event loop.
+    await missed.promise;
+    await new Promise((resolve) => setImmediate(resolve));
 
     expect(released.settled).toBe(true);
     expect(result.finalResponse).toBe("ok");

@@ -414,7 +414,8 @@ describe("EventBus", () => {
         text += word;
         await new Promise((resolve) => setTimeout(resolve, 3));
       }
-      await new Promise((resolve) => setTimeout(resolve, 120));
+      // Until the last frame carried the last word (the frames' count is weighed against this time).
+      await waitFor(() => live.events.map((e) => e.data.text).join("") === text || null, 5_000, "the whole text", 5);
       const elapsed = Date.now() - began;
       expect(live.events.map((e) => e.data.text).join("")).toBe(text);
       expect(live.events.length).toBeGreaterThan(1);

@@ -324,14 +324,15 @@ describe("POST /v1/chat/completions (streaming)", () => {
   });
 
   it("answers a command (no turn, a `command` event) without waiting", async () => {
+    // The row and the event say it differently here, so the answer shows which one gave it: a
+    // stream that did not take the `command` event as the end would wait out the grace for late
+    // events and answer from the row.
     ingress.turn = async (turn) => {
-      turn.finish("done", "Commands: ...");
+      turn.finish("done", "Commands (from the row)");
       await turn.publish("command", { command: "help", reply: "Commands: ..." });
     };
-    const started = Date.now();
     const stream = await client().chat.completions.create({ model: "m", stream: true, messages: [{ role: "user", content: "/help" }] });
     expect((await collect(stream)).content).toBe("Commands: ...");
-    expect(Date.now() - started).toBeLessThan(400);
   });
 
   it("sends the rest of final_response when the deltas fell short of it, and usage when asked", async () => {

@@ -85,12 +85,17 @@ describe("the SQLite file locked by another writer", () => {
     // Awaited below; if an assertion fails first they must not surface as unhandled rejections.
     for (const pending of [...first, ...second, ...webhooks]) pending.catch(() => undefined);
 
-    // The event loop is not frozen by the lock: a request that needs no database answers at once.
+    // The event loop is not frozen by the lock: a request that needs no database is answered
+    // while the lock is still held (a frozen loop would answer it only after the release).
+    let released = false;
+    void lock.released.then(() => (released = true));
     const probes: number[] = [];
+    let answeredUnderLock = 0;
     while (performance.now() - lockedAt < LOCK_MS - 300) {
       const started = performance.now();
       const res = await fetch(`${base}/v1/models`);
       expect(res.status).toBe(200);
+      if (!released) answeredUnderLock += 1;
       probes.push(performance.now() - started);
       await sleep(150);
     }
@@ -101,9 +106,8 @@ describe("the SQLite file locked by another writer", () => {
     expect(acks.map((a) => a.status)).toEqual(acks.map(() => 202));
     // The acks really waited for the lock (the fixture bit), then went through.
     expect(Math.max(...acks.map((a) => a.ms))).toBeGreaterThan(LOCK_MS / 2);
-    expect(probes.length).toBeGreaterThanOrEqual(3);
     // Soft: a stalled event loop is a finding of its own; the nothing-lost checks below still run.
-    expect.soft(Math.max(...probes), `GET /v1/models during the lock took ${probes.map((p) => p.toFixed(0)).join(", ")} ms`).toBeLessThan(300);
+    expect.soft(answeredUnderLock, `GET /v1/models during the lock took ${probes.map((p) => p.toFixed(0)).join(", ")} ms`).toBeGreaterThanOrEqual(3);
 
     const answers = await Promise.all([...first, ...second]);
     for (const answer of answers) expect(answer.status, answer.body).toBe(200);

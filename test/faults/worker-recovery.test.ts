@@ -15,6 +15,9 @@ const LONG = `recover m0 ${Array.from({ length: 60 }, (_, i) => `w${i}`).join(" 
 interface Recovery {
   /** From the kill to the first message's reply being recorded by the survivor. */
   recoveredMs: number;
+  /** When that reply was seen, and when the victim's lease ran out as last seen before the kill (epoch seconds). */
+  recoveredAt: number;
+  victimLeaseExpiresAt: number;
   problems: string[];
   counts: Record<string, number>;
   sessionId: string;
@@ -55,7 +58,8 @@ describe("a turn worker killed with SIGKILL mid-turn", () => {
     // The survivor starts only now, so the victim took every job of the conversation.
     const survivor = await spawnGatewayProcess(["worker"], { ...ingress.env, ECHO_CHUNK_DELAY_MS: "0" });
     processes.push(survivor);
-    expect((await store.getSessionTurnLease(sessionId))?.holder).toMatch(new RegExp(`^pid=${victim.pid}:`));
+    const victimLease = await store.getSessionTurnLease(sessionId);
+    expect(victimLease?.holder).toMatch(new RegExp(`^pid=${victim.pid}:`));
     expect((await store.getInboxRow(inboxIds[0]))?.status).toBe("pending");
 
     victim.child.kill("SIGKILL");
@@ -63,9 +67,13 @@ describe("a turn worker killed with SIGKILL mid-turn", () => {
     const killedAt = performance.now();
     await waitFor(async () => (await store.getInboxRow(inboxIds[0]))?.status !== "pending", 60_000, "the first message answered after the kill", 20);
     const recoveredMs = Math.round(performance.now() - killedAt);
+    // By the store's clock (epoch seconds), against the victim's lease as last seen before the kill.
+    const recoveredAt = Date.now() / 1000;
     await waitFor(async () => (await store.inboxCounts()).pending === 0, 30_000, "every message answered", 50);
     return {
       recoveredMs,
+      recoveredAt,
+      victimLeaseExpiresAt: victimLease!.expires_at,
       problems: await transcriptProblems(store, sessionId, texts),
       counts: await store.inboxCounts(),
       sessionId,
@@ -74,13 +82,13 @@ describe("a turn worker killed with SIGKILL mid-turn", () => {
     };
   }
 
-  it("on the same host: the surviving worker redoes the turn within 5 s, answered once, in order", async () => {
-    // The TTL is long: only proving the holder dead explains a quick recovery.
-    const { recoveredMs, problems, counts, sessionId, texts, killedInboxId } = await killMidTurn({ leaseTtlSeconds: 60 });
+  it("on the same host: the surviving worker redoes the turn before the lease runs out, answered once, in order", async () => {
+    // The TTL is long: only proving the holder dead explains a recovery before the lease ran out.
+    const { recoveredMs, recoveredAt, victimLeaseExpiresAt, problems, counts, sessionId, texts, killedInboxId } = await killMidTurn({ leaseTtlSeconds: 60 });
     console.info(`same host: turn redone ${recoveredMs} ms after the kill`);
     expect(problems).toEqual([]);
     expect(counts).toMatchObject({ pending: 0, done: 3, failed: 0, interrupted: 0 });
-    expect(recoveredMs).toBeLessThanOrEqual(5_000);
+    expect(recoveredAt).toBeLessThan(victimLeaseExpiresAt);
 
     // BullMQ hands the dead worker's own job out again once its lock lapsed: it finds its row
     // answered and completes as a no-op (removed on completion), and nothing is answered twice.
@@ -95,12 +103,14 @@ describe("a turn worker killed with SIGKILL mid-turn", () => {
 
   it("on another host: redone once the lease expires, within the lease TTL + 5 s, answered once, in order", async () => {
     const ttl = 5;
-    const { recoveredMs, problems, counts } = await killMidTurn({ leaseTtlSeconds: ttl, victimHostname: "switchboard-other-host" });
+    const { recoveredMs, recoveredAt, victimLeaseExpiresAt, problems, counts } = await killMidTurn({ leaseTtlSeconds: ttl, victimHostname: "switchboard-other-host" });
     console.info(`other host (lease TTL ${ttl} s): turn redone ${recoveredMs} ms after the kill`);
     expect(problems).toEqual([]);
     expect(counts).toMatchObject({ pending: 0, done: 3, failed: 0, interrupted: 0 });
-    // A holder on another host cannot be proved dead: its lease (refreshed every TTL/3) is waited out.
-    expect(recoveredMs).toBeGreaterThanOrEqual(((ttl * 2) / 3) * 1000 - 250);
+    // A holder on another host cannot be proved dead: its lease is waited out (it may have been
+    // refreshed after it was last seen, so it ran out then or later), and not much longer: the
+    // lease's time is the behaviour here.
+    expect(recoveredAt).toBeGreaterThanOrEqual(victimLeaseExpiresAt);
     expect(recoveredMs).toBeLessThanOrEqual((ttl + 5) * 1000);
   }, 120_000);
 });

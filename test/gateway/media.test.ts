@@ -129,7 +129,8 @@ describe("downloadMedia", () => {
     const slow = await rejection(downloadMedia(`${base}/slow`, { maxBytes: 4096, timeoutMs: 300 }));
     expect(slow.code).toBe("fetch_failed");
     expect(slow.message).toContain("300 ms");
-    expect(Date.now() - started).toBeLessThan(2000);
+    // The time limit is the behaviour: it fired, with a bound 10x the 300 ms.
+    expect(Date.now() - started).toBeLessThan(3_000);
     const missing = await rejection(downloadMedia(`${base}/nope`, options));
     expect(missing.message).toContain("404");
   });

@@ -39,7 +39,9 @@ describe.each([
     for (let i = 0; i < 5; i++) {
       const started = Date.now();
       const result = await gw.gateway.ingress.accept(inbound("outage", `during ${i}`));
-      expect(Date.now() - started).toBeLessThan(5_000); // the ack never hangs on a dead Redis
+      // The ack never hangs on a dead Redis: time is the behaviour, and the bound is far past an
+      // ack's milliseconds, so only a wait on Redis trips it.
+      expect(Date.now() - started).toBeLessThan(5_000);
       expect(result.status).toBe("accepted");
       if (result.status === "accepted") {
         // In memory the wake-up needs no Redis; as a job it waits for the reconciler.

@@ -65,19 +65,19 @@ describe("serve with its workers in a thread", () => {
     expect(result.status).toBe("accepted");
     if (result.status !== "accepted") return;
     // The turn runs in the serve process: its lease names that pid.
-    const holder = await waitFor(async () => {
-      const lease = await store.getSessionTurnLease(result.sessionId);
-      return lease?.holder.startsWith(`pid=${serve?.pid}:`) ? lease.holder : null;
+    const lease = await waitFor(async () => {
+      const current = await store.getSessionTurnLease(result.sessionId);
+      return current?.holder.startsWith(`pid=${serve?.pid}:`) ? current : null;
     }, 30_000, "the turn to start in the serve process", 5);
+    const holder = lease.holder;
 
     serve.child.kill("SIGUSR2");
-    const cutAt = Date.now();
     // The lease was the thread's: the supervisor hands it on, and a new thread takes over.
     await waitFor(() => serve?.output().includes("handed on a turn lease of the dead workers thread"), 20_000, "the lease handed on");
     expect(serve.output()).toContain(holder);
     await waitFor(async () => (await store.inboxCounts()).done === 1, 30_000, "the message answered after the crash", 50);
-    // Far sooner than the 60 s lease would have expired.
-    expect(Date.now() - cutAt).toBeLessThan(20_000);
+    // Answered before the dead thread's lease would have run out (store clock, epoch seconds).
+    expect(Date.now() / 1000).toBeLessThan(lease.expires_at);
     const after = await health(url);
     expect(after.workers_thread).toMatchObject({ running: true, restarts: 1 });
     expect(after.workers_thread?.thread_id).not.toBe(firstThread);
@@ -118,6 +118,8 @@ describe("serve with its workers in a thread", () => {
       await waitFor(() => db.gateway.store.getSessionTurnLease(accepted.sessionId), 30_000, "the turn to start", 5);
       const started = Date.now();
       expect(await slow.stop("SIGTERM"), slow.output()).toBe(0);
+      // The deadline firing is the behaviour: out well before the turn's own end (some 12 s), with
+      // a bound 16x the 500 ms deadline; the row's status below says it was interrupted.
       expect(Date.now() - started).toBeLessThan(8_000);
       expect((await db.gateway.store.getInboxRow(accepted.inboxId))?.status).toBe("interrupted");
       expect(await db.gateway.store.getSessionTurnLease(accepted.sessionId)).toBeNull();

@@ -63,6 +63,21 @@ export async function until(check: () => boolean, timeoutMs = 5_000, what = "con
   }
 }
 
+/**
+ * `promise`'s value, or "still waiting" after `ms`. A guard for a wait only an event can end: a
+ * wait whose poll and deadline lie far past `ms` (the waiting loop makes one last attempt at its
+ * deadline, so a deadline within reach would let a missed wake-up pass unseen).
+ */
+export function orStillWaiting<T>(promise: Promise<T>, ms = 10_000): Promise<T | "still waiting"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const guard = new Promise<"still waiting">((resolve) => (timer = setTimeout(() => resolve("still waiting"), ms)));
+  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
+}
+
+/** A lease wait's fallback poll and deadline, far past any orStillWaiting guard. */
+export const FAR_POLL_MS = 3_600_000;
+export const FAR_WAIT_SECONDS = 3_600;
+
 export function contents(rows: { content: string | null }[]): (string | null)[] {
   return rows.map((row) => row.content);
 }

@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isSqliteBusy } from "../../src/state/busy-retry.js";
+import { busyRetryStats, isSqliteBusy } from "../../src/state/busy-retry.js";
 import { WriteBatches, type RunLocked } from "../../src/state/write-batches.js";
+import { until } from "./helpers.js";
 
 describe("WriteBatches", () => {
   let dir: string;
@@ -108,10 +109,14 @@ describe("WriteBatches", () => {
     const other = new Database(join(dir, "db.sqlite"));
     other.exec("BEGIN IMMEDIATE");
     other.prepare("INSERT INTO items (name) VALUES ('other')").run();
-    setTimeout(() => other.exec("COMMIT"), 60);
-    const started = performance.now();
-    await Promise.all([batches.write(insert("m")), batches.write(insert("n"))]);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(50);
+    const retriesBefore = busyRetryStats().retries;
+    let settled = false;
+    const written = Promise.all([batches.write(insert("m")), batches.write(insert("n"))]).finally(() => (settled = true));
+    // Retried while the lock is held, and not done before it goes.
+    await until(() => busyRetryStats().retries >= retriesBefore + 2);
+    expect(settled).toBe(false);
+    other.exec("COMMIT");
+    await written;
     other.close();
     expect(names()).toEqual(["other", "m", "n"]);
   });
@@ -119,13 +124,14 @@ describe("WriteBatches", () => {
   it("reports a busy database at once to a write that asked for it, while the rest of its batch waits", async () => {
     const other = new Database(join(dir, "db.sqlite"));
     other.exec("BEGIN IMMEDIATE");
-    setTimeout(() => other.exec("COMMIT"), 60);
     const waiting = batches.write(insert("waits"));
+    // Reported while the lock is still held (it goes only after).
     const reported = await batches.write(insert("reports"), { busy: "report" }).then(
       () => null,
       (err: unknown) => err,
     );
     expect(isSqliteBusy(reported)).toBe(true);
+    other.exec("COMMIT");
     await waiting;
     other.close();
     expect(names()).toEqual(["waits"]);

@@ -40,3 +40,12 @@ export async function within(promise: Promise<unknown>, ms: number): Promise<boo
     clearTimeout(timer);
   }
 }
+
+/** Resolves once `check` is true, looking every 5 ms; rejects after `timeoutMs`. */
+export async function until(check: () => boolean, timeoutMs = 5_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}

@@ -41,20 +41,36 @@ export class ScriptedProvider implements ModelProvider {
   }
 }
 
+/** How far a stream got: chunks handed to onDelta, and whether it has ended (all sent, or stopped by an abort). */
+export interface StreamProgress {
+  sent: number;
+  ended: boolean;
+}
+
 /** Streams `chunks` one every `delayMs`, honouring the signal only if `honourAbort`. */
-export function streaming(chunks: string[], delayMs: number, honourAbort = true): (request: CompletionRequest) => Promise<CompletionResult> {
+export function streaming(
+  chunks: string[],
+  delayMs: number,
+  honourAbort = true,
+  progress: StreamProgress = { sent: 0, ended: false },
+): (request: CompletionRequest) => Promise<CompletionResult> {
   return async (request) => {
     let text = "";
-    for (const chunk of chunks) {
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-      if (honourAbort && request.signal.aborted) {
-        const err = new Error("aborted");
-        err.name = "AbortError";
-        throw err;
+    try {
+      for (const chunk of chunks) {
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        if (honourAbort && request.signal.aborted) {
+          const err = new Error("aborted");
+          err.name = "AbortError";
+          throw err;
+        }
+        text += chunk;
+        progress.sent += 1;
+        request.onDelta?.(chunk);
       }
-      text += chunk;
-      request.onDelta?.(chunk);
+      return reply(text);
+    } finally {
+      progress.ended = true;
     }
-    return reply(text);
   };
 }

@@ -159,21 +159,28 @@ describe("WebSocket hub events", () => {
   it("shares one bus subscription per session among all local clients", async () => {
     const fixture = await hub();
     let busSubscriptions = 0;
+    let busDeliveries = 0;
     const realSubscribe = fixture.bus.subscribe.bind(fixture.bus);
-    fixture.bus.subscribe = (...args) => {
+    fixture.bus.subscribe = (sessionId, listener, options) => {
       busSubscriptions++;
-      return realSubscribe(...args);
+      return realSubscribe(
+        sessionId,
+        (...event) => {
+          busDeliveries++;
+          return listener(...event);
+        },
+        options,
+      );
     };
     const clients = await Promise.all(Array.from({ length: 300 }, () => client(fixture)));
     await Promise.all(clients.map((c) => c.subscribe("crowd")));
     expect(busSubscriptions).toBe(1);
     expect(fixture.hub.sessionCount).toBe(1);
-    const started = performance.now();
     await fixture.bus.publish("crowd", "status", { text: "hello everyone" });
     const frames = await Promise.all(clients.map((c) => c.next()));
-    const elapsed = performance.now() - started;
     expect(frames.every((frame) => (frame.data as { text: string }).text === "hello everyone")).toBe(true);
-    expect(elapsed).toBeLessThan(2000);
+    // One delivery from the bus fans out to all 300 in the hub.
+    expect(busDeliveries).toBe(1);
   });
 
   it("stops sending a session's events after unsubscribe, and drops the bus subscription after the last client", async () => {
