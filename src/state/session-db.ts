@@ -11,7 +11,7 @@ import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
 import { thisHost } from "./holder.js";
 import { InboxSql } from "./inbox.js";
 import { waitForLease, type LeaseAttempt } from "./lease-admission.js";
-import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
+import { StoreWakeups } from "./lease-wakeups.js";
 import { LeaseSql } from "./lease.js";
 import { MessageSql } from "./messages.js";
 import { openDatabase } from "./open-database.js";
@@ -38,7 +38,6 @@ import type {
   InboxStatus,
   WakeUpView,
   LeaseAcquireOptions,
-  LeaseReleaseNotifier,
   MessageAttachment,
   MessageRow,
   SessionRow,
@@ -102,8 +101,7 @@ export class SessionDB implements SessionStore {
   private readonly inbox: InboxSql;
   private readonly deliveries: DeliverySql;
   private readonly attachments: AttachmentSql;
-  private readonly notifier: LeaseReleaseNotifier | null;
-  private readonly unsubscribeNotifier: (() => void) | null;
+  private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
   private readonly defaultWaitSeconds: number;
@@ -126,7 +124,6 @@ export class SessionDB implements SessionStore {
   ) => { attempt: LeaseAttempt; read: TurnStartRows | null };
   /** One read transaction: a snapshot for the three reads, one lock and one cache check instead of three. */
   private readonly wakeUpRead: (conversationId: string, inboxId: number | null) => WakeUpView;
-  private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private readonly gate: WriteGate;
   private readonly writes: WriteBatches;
@@ -226,9 +223,7 @@ export class SessionDB implements SessionStore {
     }));
     this.wakeUpRead = (conversationId, inboxId) => wakeUpRead.deferred(conversationId, inboxId);
 
-    this.notifier = options.notifier ?? null;
-    this.unsubscribeNotifier =
-      this.notifier?.onRelease((conversationId) => wakeLocalWaiters(this.fileKey, conversationId)) ?? null;
+    this.wakeups = new StoreWakeups(this.fileKey, options.notifier ?? null);
   }
 
   // ---- plumbing ----
@@ -276,20 +271,8 @@ export class SessionDB implements SessionStore {
     });
   }
 
-  private armTracked(conversationId: string): ArmedWakeup {
-    const armed = armWakeup(this.fileKey, conversationId);
-    this.activeWakeups.add(armed);
-    return {
-      wait: (ms) => armed.wait(ms),
-      wake: () => armed.wake(),
-      dispose: () => {
-        this.activeWakeups.delete(armed);
-        armed.dispose();
-      },
-    };
-  }
 
-  // ---- sessions ----
+  // ---- TranscriptStore ----
 
   async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
     return this.write(() => this.sessions.create(id, input, this.clock()));
@@ -303,11 +286,11 @@ export class SessionDB implements SessionStore {
     return this.write(() => this.sessions.endSession(id, reason, this.clock()));
   }
 
-  /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
   async sessionKeysWithPrefix(prefix: string, limit = 100_000): Promise<string[]> {
     return this.run(() => this.sessions.keysWithPrefix(prefix, limit));
   }
 
+  /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
   async listSessions(options: { limit?: number } = {}): Promise<SessionSummary[]> {
     return this.run(() => this.sessions.listRecent(options.limit ?? 100));
   }
@@ -324,8 +307,6 @@ export class SessionDB implements SessionStore {
   async conversationIdOf(sessionId: string): Promise<string> {
     return this.run(() => this.sessions.conversationIdOf(sessionId));
   }
-
-  // ---- messages ----
 
   async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
     const { messageIds } = await this.flushTurn(sessionId, [message]);
@@ -353,14 +334,6 @@ export class SessionDB implements SessionStore {
     });
   }
 
-  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
-    return this.run(() => this.attachments.forInbox(inboxId));
-  }
-
-  async getAttachment(id: number): Promise<StoredAttachment | null> {
-    return this.run(() => this.attachments.get(id));
-  }
-
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
     return this.run(() => this.conversationOf(sessionId, options));
@@ -374,6 +347,48 @@ export class SessionDB implements SessionStore {
   private transcriptRowsOf(sessionId: string, withImageBytes: boolean): TranscriptRowsRead {
     const attachments = this.attachments.bySessionMessage(sessionId, withImageBytes);
     return { rows: this.transcripts.read(sessionId, (afterId) => this.messages.rowsAfter(sessionId, afterId)), attachments };
+  }
+
+  async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
+    return this.run(() => this.messages.hasPlatformMessageId(sessionId, platformMessageId));
+  }
+
+  // ---- LeaseStore ----
+
+  async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    return this.write(() => this.leases.tryAcquire(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()).acquired);
+  }
+
+  async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    const reading = options.readUnderLease;
+    // A transcript this store does not hold yet is read before the lease's transaction, outside
+    // the write lock, which then reads only the rows added since: a long conversation's first
+    // read no longer holds the lock every other writer (the HTTP thread's acks) waits for.
+    if (reading && this.worthWarming(reading.sessionId)) await this.run(() => this.warmTranscriptRead(reading.sessionId));
+    let read: TurnStartRead | null = null;
+    const acquired = await waitForLease(
+      {
+        resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
+        // Batched with this pass's other writes; a busy database is reported to the wait loop.
+        attempt: async (conversationId) => {
+          if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report", atomic: true });
+          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report", atomic: true });
+          // The rows became messages after the commit: that work holds no lock.
+          if (step.read) read = turnStartReadOf(await this.withImageBytes(step.read));
+          return step.attempt;
+        },
+        isContended: isSqliteBusy,
+        arm: (conversationId) => this.wakeups.arm(conversationId),
+        pollIntervalMs: this.pollIntervalMs,
+        assertOpen: () => this.assertOpen(),
+      },
+      options,
+      options.waitSeconds ?? this.defaultWaitSeconds,
+    );
+    if (acquired && read) reading?.onRead(read);
+    return acquired;
   }
 
   /** What the lease's transaction reads for the turn: the tip, whether it has a row, its transcript rows. */
@@ -425,48 +440,6 @@ export class SessionDB implements SessionStore {
     this.tipsRead.set(sessionId, tip);
   }
 
-  async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
-    return this.run(() => this.messages.hasPlatformMessageId(sessionId, platformMessageId));
-  }
-
-  // ---- turn lease ----
-
-  async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
-    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    return this.write(() => this.leases.tryAcquire(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()).acquired);
-  }
-
-  async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
-    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    const reading = options.readUnderLease;
-    // A transcript this store does not hold yet is read before the lease's transaction, outside
-    // the write lock, which then reads only the rows added since: a long conversation's first
-    // read no longer holds the lock every other writer (the HTTP thread's acks) waits for.
-    if (reading && this.worthWarming(reading.sessionId)) await this.run(() => this.warmTranscriptRead(reading.sessionId));
-    let read: TurnStartRead | null = null;
-    const acquired = await waitForLease(
-      {
-        resolveConversationId: () => this.sessions.conversationIdOf(sessionId),
-        // Batched with this pass's other writes; a busy database is reported to the wait loop.
-        attempt: async (conversationId) => {
-          if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report", atomic: true });
-          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report", atomic: true });
-          // The rows became messages after the commit: that work holds no lock.
-          if (step.read) read = turnStartReadOf(await this.withImageBytes(step.read));
-          return step.attempt;
-        },
-        isContended: isSqliteBusy,
-        arm: (conversationId) => this.armTracked(conversationId),
-        pollIntervalMs: this.pollIntervalMs,
-        assertOpen: () => this.assertOpen(),
-      },
-      options,
-      options.waitSeconds ?? this.defaultWaitSeconds,
-    );
-    if (acquired && read) reading?.onRead(read);
-    return acquired;
-  }
-
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = options.ttlSeconds === undefined ? undefined : positiveSeconds(options.ttlSeconds, "ttlSeconds");
     return this.write(() => this.leases.refresh(this.sessions.conversationIdOf(sessionId), holder, ttl, this.clock()));
@@ -487,22 +460,16 @@ export class SessionDB implements SessionStore {
       const released = this.leases.release(conversationId, holder);
       return { conversationId, released, head: readHead ? (this.inbox.pendingForSession(conversationId, 1)[0] ?? null) : null };
     });
-    if (released) this.announceRelease(conversationId);
+    if (released) this.wakeups.announceRelease(conversationId);
     return head;
-  }
-
-  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
-  private announceRelease(conversationId: string): void {
-    wakeLocalWaiters(this.fileKey, conversationId);
-    try {
-      this.notifier?.publishRelease(conversationId);
-    } catch {
-      // Other processes fall back to their poll; the release itself is done.
-    }
   }
 
   async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
     return this.run(() => this.leases.liveHolder(this.sessions.conversationIdOf(sessionId), this.clock()));
+  }
+
+  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
+    return this.wakeups.listen(conversationId, listener);
   }
 
   async staleSessionTurnLeases(): Promise<StaleLease[]> {
@@ -515,19 +482,15 @@ export class SessionDB implements SessionStore {
 
   async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
     const reaped = await this.write(() => this.leases.reap(conversationId, holder, this.clock()));
-    if (reaped) this.announceRelease(conversationId);
+    if (reaped) this.wakeups.announceRelease(conversationId);
     return reaped;
-  }
-
-  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
-    return listenForReleases(this.fileKey, conversationId, listener);
   }
 
   async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
     return this.run(() => this.leases.get(this.sessions.conversationIdOf(sessionId)));
   }
 
-  // ---- inbox ----
+  // ---- InboxStore ----
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
     // With attachments, the row and its images are one transaction: a turn never sees one without the other.
@@ -591,7 +554,7 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.inbox.counts());
   }
 
-  // ---- deliveries ----
+  // ---- DeliveryStore ----
 
   async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
     return this.write(() => this.createDeliveriesTransaction(inserts), ATOMIC);
@@ -629,14 +592,22 @@ export class SessionDB implements SessionStore {
     return this.write(() => this.recordReceiptTransaction(platform, platformMessageId, receipt), ATOMIC);
   }
 
-  // ---- lifecycle ----
+  // ---- AttachmentStore ----
+
+  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
+    return this.run(() => this.attachments.forInbox(inboxId));
+  }
+
+  async getAttachment(id: number): Promise<StoredAttachment | null> {
+    return this.run(() => this.attachments.get(id));
+  }
+
+  // ---- StoreLifecycle ----
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.unsubscribeNotifier?.();
-    // Waiters wake, see the closed store and reject instead of hanging on their timers.
-    for (const wakeup of [...this.activeWakeups]) wakeup.wake();
+    this.wakeups.close();
     await this.checkpointer?.stop();
     this.db.close();
   }

@@ -7,7 +7,7 @@ import { toMessageRow, transcriptFromRows } from "../conversation.js";
 import { SessionDBClosedError, UnknownSessionError } from "../errors.js";
 import { thisHost } from "../holder.js";
 import { waitForLease, type LeaseAttempt } from "../lease-admission.js";
-import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "../lease-wakeups.js";
+import { StoreWakeups } from "../lease-wakeups.js";
 import { DEFAULT_POOL_SIZE, positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "../store-options.js";
 import type {
   AppendBatchOptions,
@@ -24,7 +24,6 @@ import type {
   InboxRow,
   InboxStatus,
   LeaseAcquireOptions,
-  LeaseReleaseNotifier,
   MessageRow,
   SessionRow,
   SessionStore,
@@ -89,14 +88,12 @@ export class PostgresStore implements SessionStore {
   private readonly inbox = new PgInboxSql();
   private readonly deliveries = new PgDeliverySql();
   private readonly attachments = new PgAttachmentSql();
-  private readonly notifier: LeaseReleaseNotifier | null;
-  private readonly unsubscribeNotifier: (() => void) | null;
+  private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
   private readonly defaultWaitSeconds: number;
   /** Null: the database's clock. */
   private readonly testClock: (() => number) | null;
-  private readonly activeWakeups = new Set<ArmedWakeup>();
   /** Fenced flushes (and delivery marks) asked for in one pass of the event loop: one write, one transaction, one commit. */
   private readonly flushTrips: SharedTrips;
   /** Lease steps (admission with its reads, release with the head's read) of one pass: one write. */
@@ -156,9 +153,7 @@ export class PostgresStore implements SessionStore {
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? STORE_DEFAULTS.defaultWaitSeconds;
     this.testClock = options.now ?? null;
     this.transcripts = new TranscriptRows(options.transcriptCacheBytes);
-    this.notifier = options.notifier ?? null;
-    this.unsubscribeNotifier =
-      this.notifier?.onRelease((conversationId) => wakeLocalWaiters(this.storeKey, conversationId)) ?? null;
+    this.wakeups = new StoreWakeups(this.storeKey, options.notifier ?? null);
   }
 
   // ---- plumbing ----
@@ -188,21 +183,9 @@ export class PostgresStore implements SessionStore {
     return work(this.leasePool);
   }
 
-  private armTracked(key: string): ArmedWakeup {
-    const armed = armWakeup(this.storeKey, key);
-    this.activeWakeups.add(armed);
-    return {
-      wait: (ms) => armed.wait(ms),
-      wake: () => armed.wake(),
-      dispose: () => {
-        this.activeWakeups.delete(armed);
-        armed.dispose();
-      },
-    };
-  }
 
 
-  // ---- sessions ----
+  // ---- TranscriptStore ----
 
   async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
     return this.run((db) => this.sessions.create(db, id, input, this.now(), true));
@@ -238,8 +221,6 @@ export class PostgresStore implements SessionStore {
   async conversationIdOf(sessionId: string): Promise<string> {
     return this.run((db) => this.sessions.conversationIdOf(db, sessionId));
   }
-
-  // ---- messages ----
 
   async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
     const { messageIds } = await this.flushTurn(sessionId, [message]);
@@ -304,14 +285,6 @@ export class PostgresStore implements SessionStore {
     });
   }
 
-  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
-    return this.run((db) => this.attachments.forInbox(db, inboxId));
-  }
-
-  async getAttachment(id: number): Promise<StoredAttachment | null> {
-    return this.run((db) => this.attachments.get(db, id));
-  }
-
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
     return this.run((db) => this.conversationOf(db, sessionId, options));
@@ -327,33 +300,67 @@ export class PostgresStore implements SessionStore {
     return transcriptFromRows(rows, await this.attachments.bySessionMessage(db, sessionId, true), options);
   }
 
-  /**
-   * conversationOf on one connection. A whole transcript's rows and their attachments are read in
-   * one round trip, in that order (a connection runs what it is sent in order): the rows first, so
-   * that every message read has all of its attachments in the later read. The newer rows of a
-   * transcript held come with a flag from the same snapshot that says whether the session has any
-   * attachment at all; only then are they read, after. When the rows have to be read again (a
-   * lower id committed late), so are the attachments.
-   */
-  private async conversationOn(client: pg.PoolClient, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
-    let sent = false;
-    let readAgain = false;
-    let wholeSent = false;
-    const seen = { attachments: true };
-    const rowsRead = this.transcripts.readChecked(
-      sessionId,
-      (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount, seen),
-      () => {
-        readAgain = sent;
-        wholeSent = !sent;
-        return this.messages.rows(client, sessionId);
+  async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
+    return this.run((db) => this.messages.hasPlatformMessageId(db, sessionId, platformMessageId));
+  }
+
+  // ---- LeaseStore ----
+
+  async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    const conversationId = await this.conversationIdOf(sessionId);
+    return (await this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()))).acquired;
+  }
+
+  async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
+    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
+    const reading = options.readUnderLease;
+    let read: TurnStartRead | null = null;
+    const acquired = await waitForLease(
+      {
+        resolveConversationId: () => this.conversationIdOf(sessionId),
+        attempt: (conversationId) => {
+          if (!reading) return this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()));
+          return this.admitAndRead(conversationId, holder, ttl, reading).then(({ attempt, started }) => {
+            if (attempt.acquired) read = started;
+            return attempt;
+          });
+        },
+        isContended: isTransientPgError,
+        arm: (conversationId) => this.wakeups.arm(conversationId),
+        pollIntervalMs: this.pollIntervalMs,
+        assertOpen: () => this.assertOpen(),
       },
+      options,
+      options.waitSeconds ?? this.defaultWaitSeconds,
     );
-    const withRows = wholeSent ? this.attachments.bySessionMessage(client, sessionId, true) : Promise.resolve(null);
-    sent = true;
-    const [rows, attachedWithRows] = await allInOrder([rowsRead, withRows] as const);
-    const attachments = readAgain || (attachedWithRows === null && seen.attachments) ? await this.attachments.bySessionMessage(client, sessionId, true) : attachedWithRows;
-    return transcriptFromRows(rows, attachments ?? new Map(), options);
+    if (acquired && read) reading?.onRead(read);
+    return acquired;
+  }
+
+  /**
+   * Admission and the turn's first reads in one round trip, without a transaction: the admission is
+   * one statement (atomic alone, committed before the reads run, as they ran after it inside one
+   * before), and the reads sent with it are dropped when it fails. A read that fails after the
+   * lease was taken gives the lease back before the error is thrown.
+   */
+  private async admitAndRead(
+    conversationId: string,
+    holder: string,
+    ttl: number,
+    reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>,
+  ): Promise<{ attempt: LeaseAttempt; started: TurnStartRead | null }> {
+    this.assertOpen();
+    return this.leaseTrips.run(async (client) => {
+      const [attempt, started] = await Promise.allSettled([
+        this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
+        this.issueTurnStartRead(client, reading, conversationId, holder),
+      ]);
+      if (attempt.status === "rejected") throw attempt.reason;
+      if (started.status === "fulfilled") return { attempt: attempt.value, started: started.value };
+      if (attempt.value.acquired && (await this.leases.release(client, conversationId, holder).catch(() => false))) this.wakeups.announceRelease(conversationId);
+      throw started.reason;
+    });
   }
 
   /**
@@ -402,72 +409,38 @@ export class PostgresStore implements SessionStore {
     });
   }
 
+  /**
+   * conversationOf on one connection. A whole transcript's rows and their attachments are read in
+   * one round trip, in that order (a connection runs what it is sent in order): the rows first, so
+   * that every message read has all of its attachments in the later read. The newer rows of a
+   * transcript held come with a flag from the same snapshot that says whether the session has any
+   * attachment at all; only then are they read, after. When the rows have to be read again (a
+   * lower id committed late), so are the attachments.
+   */
+  private async conversationOn(client: pg.PoolClient, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
+    let sent = false;
+    let readAgain = false;
+    let wholeSent = false;
+    const seen = { attachments: true };
+    const rowsRead = this.transcripts.readChecked(
+      sessionId,
+      (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount, seen),
+      () => {
+        readAgain = sent;
+        wholeSent = !sent;
+        return this.messages.rows(client, sessionId);
+      },
+    );
+    const withRows = wholeSent ? this.attachments.bySessionMessage(client, sessionId, true) : Promise.resolve(null);
+    sent = true;
+    const [rows, attachedWithRows] = await allInOrder([rowsRead, withRows] as const);
+    const attachments = readAgain || (attachedWithRows === null && seen.attachments) ? await this.attachments.bySessionMessage(client, sessionId, true) : attachedWithRows;
+    return transcriptFromRows(rows, attachments ?? new Map(), options);
+  }
+
   private rememberTip(sessionId: string, tip: string): void {
     if (this.tips.size >= MAX_TIPS_REMEMBERED) this.tips.clear();
     this.tips.set(sessionId, tip);
-  }
-
-  async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
-    return this.run((db) => this.messages.hasPlatformMessageId(db, sessionId, platformMessageId));
-  }
-
-  // ---- turn lease ----
-
-  async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
-    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    const conversationId = await this.conversationIdOf(sessionId);
-    return (await this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()))).acquired;
-  }
-
-  async acquireSessionTurnLease(sessionId: string, holder: string, options: LeaseAcquireOptions = {}): Promise<boolean> {
-    const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
-    const reading = options.readUnderLease;
-    let read: TurnStartRead | null = null;
-    const acquired = await waitForLease(
-      {
-        resolveConversationId: () => this.conversationIdOf(sessionId),
-        attempt: (conversationId) => {
-          if (!reading) return this.runLease((db) => this.leases.tryAcquire(db, conversationId, holder, ttl, this.now()));
-          return this.admitAndRead(conversationId, holder, ttl, reading).then(({ attempt, started }) => {
-            if (attempt.acquired) read = started;
-            return attempt;
-          });
-        },
-        isContended: isTransientPgError,
-        arm: (conversationId) => this.armTracked(conversationId),
-        pollIntervalMs: this.pollIntervalMs,
-        assertOpen: () => this.assertOpen(),
-      },
-      options,
-      options.waitSeconds ?? this.defaultWaitSeconds,
-    );
-    if (acquired && read) reading?.onRead(read);
-    return acquired;
-  }
-
-  /**
-   * Admission and the turn's first reads in one round trip, without a transaction: the admission is
-   * one statement (atomic alone, committed before the reads run, as they ran after it inside one
-   * before), and the reads sent with it are dropped when it fails. A read that fails after the
-   * lease was taken gives the lease back before the error is thrown.
-   */
-  private async admitAndRead(
-    conversationId: string,
-    holder: string,
-    ttl: number,
-    reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>,
-  ): Promise<{ attempt: LeaseAttempt; started: TurnStartRead | null }> {
-    this.assertOpen();
-    return this.leaseTrips.run(async (client) => {
-      const [attempt, started] = await Promise.allSettled([
-        this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
-        this.issueTurnStartRead(client, reading, conversationId, holder),
-      ]);
-      if (attempt.status === "rejected") throw attempt.reason;
-      if (started.status === "fulfilled") return { attempt: attempt.value, started: started.value };
-      if (attempt.value.acquired && (await this.leases.release(client, conversationId, holder).catch(() => false))) this.announceRelease(conversationId);
-      throw started.reason;
-    });
   }
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
@@ -479,7 +452,7 @@ export class PostgresStore implements SessionStore {
   async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
     const conversationId = await this.conversationIdOf(sessionId);
     const released = await this.runLease((db) => this.leases.release(db, conversationId, holder));
-    if (released) this.announceRelease(conversationId);
+    if (released) this.wakeups.announceRelease(conversationId);
   }
 
   async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
@@ -493,8 +466,17 @@ export class PostgresStore implements SessionStore {
       allInOrder([this.leases.release(client, conversationId, holder), this.inbox.pendingForSession(client, conversationId, 1)] as const),
     );
     const head = pending[0] ?? null;
-    if (released) this.announceRelease(conversationId);
+    if (released) this.wakeups.announceRelease(conversationId);
     return head;
+  }
+
+  async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
+    const conversationId = await this.conversationIdOf(sessionId);
+    return this.run((db) => this.leases.liveHolder(db, conversationId, this.now()));
+  }
+
+  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
+    return this.wakeups.listen(conversationId, listener);
   }
 
   async staleSessionTurnLeases(): Promise<StaleLease[]> {
@@ -507,27 +489,8 @@ export class PostgresStore implements SessionStore {
 
   async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
     const reaped = await this.transaction((client) => this.leases.reap(client, conversationId, holder, this.now()));
-    if (reaped) this.announceRelease(conversationId);
+    if (reaped) this.wakeups.announceRelease(conversationId);
     return reaped;
-  }
-
-  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
-  private announceRelease(conversationId: string): void {
-    wakeLocalWaiters(this.storeKey, conversationId);
-    try {
-      this.notifier?.publishRelease(conversationId);
-    } catch {
-      // Other processes fall back to their poll; the release itself is done.
-    }
-  }
-
-  async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
-    const conversationId = await this.conversationIdOf(sessionId);
-    return this.run((db) => this.leases.liveHolder(db, conversationId, this.now()));
-  }
-
-  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
-    return listenForReleases(this.storeKey, conversationId, listener);
   }
 
   async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
@@ -535,7 +498,7 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.leases.get(db, conversationId));
   }
 
-  // ---- inbox ----
+  // ---- InboxStore ----
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
     const uploads = insert.attachments ?? [];
@@ -560,19 +523,6 @@ export class PostgresStore implements SessionStore {
     return (await this.run((db) => this.inbox.record(db, insert, this.now(), reason))).row;
   }
 
-  async wakeUpView(conversationId: string, inboxId: number | null): Promise<WakeUpView> {
-    const leaseKey = await this.conversationIdOf(conversationId);
-    // Three reads side by side on the pool: a wake-up waits for one round trip, not three.
-    const [row, head, liveHolder] = await this.run((db) =>
-      Promise.all([
-        inboxId === null ? null : this.inbox.get(db, inboxId),
-        this.inbox.pendingForSession(db, conversationId, 1).then((rows) => rows[0] ?? null),
-        this.leases.liveHolder(db, leaseKey, this.now()),
-      ]),
-    );
-    return { row, head, liveHolder };
-  }
-
   async getInboxRow(id: number): Promise<InboxRow | null> {
     return this.run((db) => this.inbox.get(db, id));
   }
@@ -587,6 +537,19 @@ export class PostgresStore implements SessionStore {
 
   async pendingInbox(sessionId: string, limit = 100): Promise<InboxRow[]> {
     return this.run((db) => this.inbox.pendingForSession(db, sessionId, limit));
+  }
+
+  async wakeUpView(conversationId: string, inboxId: number | null): Promise<WakeUpView> {
+    const leaseKey = await this.conversationIdOf(conversationId);
+    // Three reads side by side on the pool: a wake-up waits for one round trip, not three.
+    const [row, head, liveHolder] = await this.run((db) =>
+      Promise.all([
+        inboxId === null ? null : this.inbox.get(db, inboxId),
+        this.inbox.pendingForSession(db, conversationId, 1).then((rows) => rows[0] ?? null),
+        this.leases.liveHolder(db, leaseKey, this.now()),
+      ]),
+    );
+    return { row, head, liveHolder };
   }
 
   async listPendingInbox(limit = 1000): Promise<InboxRow[]> {
@@ -606,7 +569,7 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.inbox.counts(db));
   }
 
-  // ---- deliveries ----
+  // ---- DeliveryStore ----
 
   async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
     // One INSERT statement: all rows or none.
@@ -634,10 +597,6 @@ export class PostgresStore implements SessionStore {
     return this.flushTrips.run((client) => this.deliveries.recordFailure(client, id, error, final, this.now()));
   }
 
-  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
-    return this.transaction((client) => this.deliveries.recordReceipt(client, platform, platformMessageId, receipt, this.now()));
-  }
-
   async setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean> {
     return this.run((db) => this.deliveries.editInstead(db, id, editMessageId, this.now()));
   }
@@ -650,14 +609,26 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.deliveries.forSession(db, sessionId));
   }
 
-  // ---- lifecycle ----
+  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
+    return this.transaction((client) => this.deliveries.recordReceipt(client, platform, platformMessageId, receipt, this.now()));
+  }
+
+  // ---- AttachmentStore ----
+
+  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
+    return this.run((db) => this.attachments.forInbox(db, inboxId));
+  }
+
+  async getAttachment(id: number): Promise<StoredAttachment | null> {
+    return this.run((db) => this.attachments.get(db, id));
+  }
+
+  // ---- StoreLifecycle ----
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.unsubscribeNotifier?.();
-    // Waiters wake, see the closed store and reject instead of hanging on their timers.
-    for (const wakeup of [...this.activeWakeups]) wakeup.wake();
+    this.wakeups.close();
     await Promise.all([this.pool.end(), this.leasePool.end()]);
   }
 }
