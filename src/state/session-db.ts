@@ -5,12 +5,12 @@
 import type { Database } from "better-sqlite3";
 import { AttachmentSql } from "./attachments.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
-import { toMessageRow, transcriptFromRows, type StoredMessageTuple } from "./conversation.js";
+import { toMessageRow, transcriptFromRows } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
 import { thisHost } from "./holder.js";
 import { InboxSql } from "./inbox.js";
-import { waitForLease, type LeaseAttempt } from "./lease-admission.js";
+import { waitForLease } from "./lease-admission.js";
 import { StoreWakeups } from "./lease-wakeups.js";
 import { LeaseSql } from "./lease.js";
 import { MessageSql } from "./messages.js";
@@ -20,6 +20,7 @@ import { SessionSql } from "./sessions.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
 import { DEFAULT_RESTART_AFTER_FRAMES, WalCheckpointer } from "./wal-checkpointer.js";
 import { TranscriptRows } from "./transcript-rows.js";
+import { TurnStartReads, turnStartReadOf, type TranscriptRowsRead, type TurnStartRows } from "./turn-start.js";
 import { WriteBatches, type WriteOptions } from "./write-batches.js";
 import { WriteGate } from "./write-gate.js";
 import type {
@@ -38,7 +39,6 @@ import type {
   InboxStatus,
   WakeUpView,
   LeaseAcquireOptions,
-  MessageAttachment,
   MessageRow,
   SessionRow,
   SessionStore,
@@ -46,7 +46,6 @@ import type {
   StaleLease,
   StoredAttachment,
   TurnStartRead,
-  InputUnderLease,
 } from "./types.js";
 
 export interface SessionDBOptions extends StoreOptions {
@@ -83,8 +82,6 @@ const WAL_PAGE_BYTES = 4096;
 const WAL_TRIM_FACTOR = 1.5;
 /** Checkpointed elsewhere: this connection checkpoints only once the WAL is this many times the rewind bound. */
 const ELSEWHERE_AUTOCHECKPOINT_FACTOR = 4;
-/** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
-const MAX_TIPS_READ = 10_000;
 
 const DEFAULTS = {
   ...STORE_DEFAULTS,
@@ -113,15 +110,8 @@ export class SessionDB implements SessionStore {
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
   private readonly recordBatchTransaction: (inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>) => Array<{ inserted: boolean; row: InboxRow }>;
-  private readonly warmTranscriptRead: (sessionId: string) => void;
-  /** Compressed conversations' tips as the lease's reads last found them (a hint: the read under the lease decides). */
-  private readonly tipsRead = new Map<string, string>();
-  private readonly acquireAndReadTransaction: (
-    conversationId: string,
-    holder: string,
-    ttl: number,
-    reading: TurnStartReading,
-  ) => { attempt: LeaseAttempt; read: TurnStartRows | null };
+  /** The turn's first reads, in the lease's own transaction (turn-start.ts). */
+  private readonly turnStart: TurnStartReads;
   /** One read transaction: a snapshot for the three reads, one lock and one cache check instead of three. */
   private readonly wakeUpRead: (conversationId: string, inboxId: number | null) => WakeUpView;
   private readonly checkpointer: WalCheckpointer | null = null;
@@ -158,6 +148,7 @@ export class SessionDB implements SessionStore {
     this.deliveries = new DeliverySql(this.db);
     this.attachments = new AttachmentSql(this.db);
 
+    // TranscriptStore
     const flush = this.db.transaction((sessionId: string, messages: ConversationMessage[], batch: AppendBatchOptions): FlushResult => {
       const now = this.clock();
       const holder = batch.turnLeaseHolder;
@@ -177,12 +168,17 @@ export class SessionDB implements SessionStore {
       this.sessions.ensureForKey(sessionKey, newId, input, this.clock()),
     );
     this.ensureForKeyTransaction = (sessionKey, newId, input) => ensure.immediate(sessionKey, newId, input);
-    const createDeliveries = this.db.transaction((inserts: DeliveryInsert[]) => this.deliveries.insertAll(inserts, this.clock()));
-    this.createDeliveriesTransaction = (inserts) => createDeliveries.immediate(inserts);
-    const recordReceipt = this.db.transaction((platform: string, platformMessageId: string, receipt: DeliveryReceipt) =>
-      this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
-    );
-    this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
+    // LeaseStore
+    this.turnStart = new TurnStartReads(this.db, {
+      sessions: this.sessions,
+      messages: this.messages,
+      inbox: this.inbox,
+      leases: this.leases,
+      transcripts: this.transcripts,
+      clock: () => this.clock(),
+      transcriptRowsOf: (sessionId, withImageBytes) => this.transcriptRowsOf(sessionId, withImageBytes),
+    });
+    // InboxStore
     const recordOne = (insert: InboxInsert, now: number): { inserted: boolean; row: InboxRow } => {
       const recorded = this.inbox.record(insert, now, null);
       if (recorded.inserted && insert.attachments?.length) this.attachments.insertForInbox(recorded.row.id, insert.attachments, now);
@@ -195,33 +191,19 @@ export class SessionDB implements SessionStore {
       return inserts.map((insert) => recordOne(this.withSessionId(insert, now), now));
     });
     this.recordBatchTransaction = (inserts) => recordBatch.immediate(inserts);
-    // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now
-    // guards. A warm-up read before it leaves only the newest transcript rows to read here, and the
-    // rows become messages (with their images' bytes) after the commit.
-    const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: TurnStartReading) => {
-      const now = this.clock();
-      const attempt = this.leases.tryAcquireWithin(conversationId, holder, ttl, now);
-      if (!attempt.acquired) return { attempt, read: null };
-      let read = this.turnStartRows(reading.sessionId);
-      const limit = reading.pendingInboxLimit ?? 0;
-      if (limit > 0) read = { ...read, pendingInbox: this.inbox.pendingForSession(conversationId, limit) };
-      const inputRowId = reading.input ? this.storeInputUnderLease(conversationId, read.sessionId, reading.input, now) : null;
-      return { attempt, read: inputRowId === null ? read : { ...read, sessionExists: true, inputRowId } };
-    });
-    this.acquireAndReadTransaction = (conversationId, holder, ttl, reading) => acquireAndRead.immediate(conversationId, holder, ttl, reading);
-    // A read transaction: it takes no write lock.
-    const warmTranscript = this.db.transaction((sessionId: string) => {
-      const tip = this.sessions.tipOf(sessionId) || sessionId;
-      if (!this.transcripts.holds(tip)) this.transcripts.warm(tip, (afterId) => this.messages.rowsAfter(tip, afterId));
-    });
-    this.warmTranscriptRead = (sessionId) => warmTranscript.deferred(sessionId);
-
     const wakeUpRead = this.db.transaction((conversationId: string, inboxId: number | null): WakeUpView => ({
       row: inboxId === null ? null : this.inbox.get(inboxId),
       head: this.inbox.pendingForSession(conversationId, 1)[0] ?? null,
       liveHolder: this.leases.liveHolder(this.sessions.conversationIdOf(conversationId), this.clock()),
     }));
     this.wakeUpRead = (conversationId, inboxId) => wakeUpRead.deferred(conversationId, inboxId);
+    // DeliveryStore
+    const createDeliveries = this.db.transaction((inserts: DeliveryInsert[]) => this.deliveries.insertAll(inserts, this.clock()));
+    this.createDeliveriesTransaction = (inserts) => createDeliveries.immediate(inserts);
+    const recordReceipt = this.db.transaction((platform: string, platformMessageId: string, receipt: DeliveryReceipt) =>
+      this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
+    );
+    this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
 
     this.wakeups = new StoreWakeups(this.fileKey, options.notifier ?? null);
   }
@@ -366,7 +348,7 @@ export class SessionDB implements SessionStore {
     // A transcript this store does not hold yet is read before the lease's transaction, outside
     // the write lock, which then reads only the rows added since: a long conversation's first
     // read no longer holds the lock every other writer (the HTTP thread's acks) waits for.
-    if (reading && this.worthWarming(reading.sessionId)) await this.run(() => this.warmTranscriptRead(reading.sessionId));
+    if (reading && this.turnStart.worthWarming(reading.sessionId)) await this.run(() => this.turnStart.warm(reading.sessionId));
     let read: TurnStartRead | null = null;
     const acquired = await waitForLease(
       {
@@ -374,7 +356,7 @@ export class SessionDB implements SessionStore {
         // Batched with this pass's other writes; a busy database is reported to the wait loop.
         attempt: async (conversationId) => {
           if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report", atomic: true });
-          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report", atomic: true });
+          const step = await this.write(() => this.turnStart.acquireAndRead(conversationId, holder, ttl, reading), { busy: "report", atomic: true });
           // The rows became messages after the commit: that work holds no lock.
           if (step.read) read = turnStartReadOf(await this.withImageBytes(step.read));
           return step.attempt;
@@ -391,28 +373,6 @@ export class SessionDB implements SessionStore {
     return acquired;
   }
 
-  /** What the lease's transaction reads for the turn: the tip, whether it has a row, its transcript rows. */
-  private turnStartRows(sessionId: string): TurnStartRows {
-    const tip = this.sessions.tipOf(sessionId) || sessionId;
-    this.rememberTip(sessionId, tip);
-    const sessionExists = this.sessions.get(tip) !== null;
-    // The images' bytes are read after the commit (withImageBytes): under the lock, only which ones.
-    return { sessionId: tip, sessionExists, transcript: sessionExists ? this.transcriptRowsOf(tip, false) : null };
-  }
-
-  /**
-   * InputUnderLease, in the admission's transaction after its reads (the lease is held): the
-   * message's row id, or null when it is not to be stored here (see InputUnderLease).
-   */
-  private storeInputUnderLease(conversationId: string, tip: string, input: InputUnderLease, now: number): number | null {
-    if (input.message.attachments?.length) return null;
-    if (this.inbox.pendingForSession(conversationId, 1)[0]?.id !== input.inboxId) return null;
-    const platformId = input.message.platform_message_id ?? null;
-    if (platformId !== null && this.messages.hasPlatformMessageId(tip, platformId)) return null;
-    if (!this.sessions.has(tip)) this.sessions.create(tip, input.session, now);
-    return this.messages.insertAll(tip, [input.message], now)[0];
-  }
-
   /**
    * The bytes of the images the lease's transaction listed, read outside the write lock. They
    * cannot have changed: a message's images are stored with it, and the lease now held keeps
@@ -423,21 +383,6 @@ export class SessionDB implements SessionStore {
     if (!transcript || transcript.attachments.size === 0) return read;
     const attachments = await this.run(() => this.attachments.bySessionMessage(read.sessionId, true));
     return { ...read, transcript: { ...transcript, attachments } };
-  }
-
-  /** Whether a warm-up read would leave the lease's transaction less to read: the transcript is not held (or too long to hold). */
-  private worthWarming(sessionId: string): boolean {
-    return !this.transcripts.holds(this.tipsRead.get(sessionId) ?? sessionId);
-  }
-
-  /** A compressed conversation's tip as last read, so the next turn's warm-up checks the right transcript. */
-  private rememberTip(sessionId: string, tip: string): void {
-    if (tip === sessionId) {
-      this.tipsRead.delete(sessionId);
-      return;
-    }
-    if (this.tipsRead.size >= MAX_TIPS_READ) this.tipsRead.clear();
-    this.tipsRead.set(sessionId, tip);
   }
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
@@ -611,21 +556,4 @@ export class SessionDB implements SessionStore {
     await this.checkpointer?.stop();
     this.db.close();
   }
-}
-
-/** A transcript's stored rows and their images, as read in one transaction. */
-interface TranscriptRowsRead {
-  rows: StoredMessageTuple[];
-  attachments: Map<number, MessageAttachment[]>;
-}
-
-type TurnStartReading = Omit<NonNullable<LeaseAcquireOptions["readUnderLease"]>, "onRead">;
-
-/** The turn's first read as its transaction returns it: rows, turned into messages after the commit. */
-interface TurnStartRows extends Omit<TurnStartRead, "transcript"> {
-  transcript: TranscriptRowsRead | null;
-}
-
-function turnStartReadOf(read: TurnStartRows): TurnStartRead {
-  return { ...read, transcript: read.transcript ? transcriptFromRows(read.transcript.rows, read.transcript.attachments, { repairAlternation: true, includeRowIds: true }) : [] };
 }

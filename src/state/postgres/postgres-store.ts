@@ -47,12 +47,13 @@ import {
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
 import { recordInboundBatch } from "./inbox-batch.js";
-import { PgLeaseSql, pendingHeadStoringInput, type PendingHeadWithInput } from "./lease.js";
+import { PgLeaseSql } from "./lease.js";
 import { TranscriptRows } from "../transcript-rows.js";
 import { PgMessageSql } from "./messages.js";
 import { migrateSchema } from "./migrations.js";
 import { PgSessionSql } from "./sessions.js";
 import { SharedTrips } from "./shared-trips.js";
+import { PgTurnStartReads } from "./turn-start.js";
 
 export interface PostgresStoreOptions extends StoreOptions {
   /** postgres://user:password@host:port/database (or a unix socket: ?host=/run/postgresql). */
@@ -73,9 +74,6 @@ function isMissingSession(err: unknown): boolean {
   const pgError = err as { code?: unknown; constraint?: unknown };
   return pgError.code === "23503" && pgError.constraint === "messages_session_id_fkey";
 }
-
-/** Sessions whose tips are remembered; past it the memory starts again (a wrong guess costs one more read). */
-const MAX_TIPS_REMEMBERED = 10_000;
 
 export class PostgresStore implements SessionStore {
   /** Which database and schema (no credentials): waiters on the same one in this process wake each other. */
@@ -98,8 +96,8 @@ export class PostgresStore implements SessionStore {
   private readonly flushTrips: SharedTrips;
   /** Lease steps (admission with its reads, release with the head's read) of one pass: one write. */
   private readonly leaseTrips: SharedTrips;
-  /** The tip each session had at its last turn: the next turn's reads are sent for it before the tip is known. */
-  private readonly tips = new Map<string, string>();
+  /** The turn's first reads, sent with its admission (admitAndRead). */
+  private readonly turnStart: PgTurnStartReads;
   private closed = false;
 
   /** Connect, create the schema if missing and migrate it (under an advisory lock), then serve. */
@@ -153,6 +151,7 @@ export class PostgresStore implements SessionStore {
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? STORE_DEFAULTS.defaultWaitSeconds;
     this.testClock = options.now ?? null;
     this.transcripts = new TranscriptRows(options.transcriptCacheBytes);
+    this.turnStart = new PgTurnStartReads(this.sessions, this.messages, this.attachments, this.inbox, this.transcripts, () => this.now());
     this.wakeups = new StoreWakeups(this.storeKey, options.notifier ?? null);
   }
 
@@ -354,93 +353,13 @@ export class PostgresStore implements SessionStore {
     return this.leaseTrips.run(async (client) => {
       const [attempt, started] = await Promise.allSettled([
         this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
-        this.issueTurnStartRead(client, reading, conversationId, holder),
+        this.turnStart.issue(client, reading, conversationId, holder),
       ]);
       if (attempt.status === "rejected") throw attempt.reason;
       if (started.status === "fulfilled") return { attempt: attempt.value, started: started.value };
       if (attempt.value.acquired && (await this.leases.release(client, conversationId, holder).catch(() => false))) this.wakeups.announceRelease(conversationId);
       throw started.reason;
     });
-  }
-
-  /**
-   * Under a lease just taken, in its transaction: the tip, whether it has a row, its transcript
-   * and the conversation's pending head. They go out with the admission itself, for the tip the
-   * session had last time (nearly always its tip still); a tip that moved is read again.
-   */
-  private issueTurnStartRead(
-    client: pg.PoolClient,
-    reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>,
-    conversationId: string,
-    holder: string,
-  ): Promise<TurnStartRead> {
-    const guess = this.tips.get(reading.sessionId) ?? reading.sessionId;
-    const limit = reading.pendingInboxLimit ?? 0;
-    const transcriptOptions = { repairAlternation: true, includeRowIds: true };
-    const input = reading.input && !reading.input.message.attachments?.length ? reading.input : null;
-    // With an input, the head is read by the statement that may store it (the same snapshot): it
-    // is stored only for the tip guessed here, so a tip that moved leaves it to the turn's flush.
-    // That statement also reads the tip and whether it has a row: no statement of their own then.
-    const tipRead = input ? null : this.sessions.tipWithRow(client, reading.sessionId).then(({ tip, row }) => ({ tip, tipExists: row !== null }));
-    const transcriptRead = this.conversationOn(client, guess, transcriptOptions);
-    // In this order on the connection: the head's statement (which may write) after the reads.
-    const headRead: Promise<PendingHeadWithInput | Omit<PendingHeadWithInput, "tip" | "tipExists"> | null> = input
-      ? pendingHeadStoringInput(client, { sessionId: reading.sessionId, conversationId, tip: guess, holder, headSize: Math.max(1, limit) }, input, this.now())
-      : limit > 0
-        ? this.inbox.pendingForSession(client, conversationId, limit).then((pendingInbox) => ({ pendingInbox, inputRowId: null, createdSession: false }))
-        : Promise.resolve(null);
-    const issued = allInOrder([tipRead ?? Promise.resolve(null), transcriptRead, headRead] as const);
-    return issued.then(async ([tipFound, guessedTranscript, head]) => {
-      const found = tipFound ?? (head && "tip" in head ? head : null);
-      if (!found) throw new Error(`admission of ${reading.sessionId}: the tip was not read`);
-      const { tip, tipExists } = found;
-      const inputRowId = head?.inputRowId ?? null;
-      // Committed: a row created parentless is its own conversation's root for good.
-      if (head?.createdSession) this.sessions.rememberRoot(tip);
-      const sessionExists = tipExists || inputRowId !== null;
-      let transcript = guessedTranscript;
-      if (tip !== guess) {
-        this.rememberTip(reading.sessionId, tip);
-        transcript = sessionExists ? await this.conversationOn(client, tip, transcriptOptions) : [];
-      }
-      let read: TurnStartRead = { sessionId: tip, sessionExists, transcript: tipExists ? transcript : [] };
-      if (head !== null && limit > 0) read = { ...read, pendingInbox: head.pendingInbox };
-      return inputRowId === null ? read : { ...read, inputRowId };
-    });
-  }
-
-  /**
-   * conversationOf on one connection. A whole transcript's rows and their attachments are read in
-   * one round trip, in that order (a connection runs what it is sent in order): the rows first, so
-   * that every message read has all of its attachments in the later read. The newer rows of a
-   * transcript held come with a flag from the same snapshot that says whether the session has any
-   * attachment at all; only then are they read, after. When the rows have to be read again (a
-   * lower id committed late), so are the attachments.
-   */
-  private async conversationOn(client: pg.PoolClient, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
-    let sent = false;
-    let readAgain = false;
-    let wholeSent = false;
-    const seen = { attachments: true };
-    const rowsRead = this.transcripts.readChecked(
-      sessionId,
-      (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount, seen),
-      () => {
-        readAgain = sent;
-        wholeSent = !sent;
-        return this.messages.rows(client, sessionId);
-      },
-    );
-    const withRows = wholeSent ? this.attachments.bySessionMessage(client, sessionId, true) : Promise.resolve(null);
-    sent = true;
-    const [rows, attachedWithRows] = await allInOrder([rowsRead, withRows] as const);
-    const attachments = readAgain || (attachedWithRows === null && seen.attachments) ? await this.attachments.bySessionMessage(client, sessionId, true) : attachedWithRows;
-    return transcriptFromRows(rows, attachments ?? new Map(), options);
-  }
-
-  private rememberTip(sessionId: string, tip: string): void {
-    if (this.tips.size >= MAX_TIPS_REMEMBERED) this.tips.clear();
-    this.tips.set(sessionId, tip);
   }
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
