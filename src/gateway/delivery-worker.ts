@@ -7,7 +7,7 @@
 import { DelayedError, Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import type { DeliveryRow, SessionStore } from "../state/types.js";
+import type { DeliveryRow, DeliveryStore } from "../state/types.js";
 import type { EventPublisher } from "../bus/types.js";
 import type { CoreConfig } from "./config.js";
 import type { GatewayMetrics } from "./metrics.js";
@@ -16,7 +16,7 @@ import { PermanentSendError, RateLimitedError, type PlatformAdapter } from "./ty
 
 export interface DeliveryDeps {
   config: CoreConfig;
-  store: SessionStore;
+  store: DeliveryStore;
   queues: GatewayQueues;
   adapters: Map<string, PlatformAdapter>;
   events: EventPublisher;

@@ -3,7 +3,7 @@
 // whenever the Redis connection becomes ready again, and on a slow timer as a safety net.
 // Re-adding is safe: job ids derive from rows, and a job for a consumed row is a no-op.
 import type { Logger } from "pino";
-import type { SessionStore } from "../state/types.js";
+import type { DeliveryStore, InboxStore } from "../state/types.js";
 import type { DeliveryDispatcher } from "./delivery-worker.js";
 import type { Ingress } from "./ingress.js";
 import { PeriodicPass } from "./periodic-pass.js";
@@ -13,7 +13,7 @@ import type { GatewayQueues } from "./queues.js";
 const BATCH = 500;
 
 export interface ReconcilerDeps {
-  store: SessionStore;
+  store: InboxStore & DeliveryStore;
   queues: GatewayQueues;
   ingress: Ingress;
   deliveries: DeliveryDispatcher;

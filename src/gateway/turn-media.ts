@@ -2,7 +2,7 @@
 // with the row (the API's), then the platform files it references, downloaded now by the
 // platform's adapter (fetchMedia) so that recording the message never waited for a download.
 // A file that cannot be used is left out with a reason the model, the transcript and the user see.
-import type { InboxRow, MessageAttachment, SessionStore } from "../state/types.js";
+import type { AttachmentStore, InboxRow, MessageAttachment } from "../state/types.js";
 import { imageCountOf, inboundOf } from "./inbox-payload.js";
 import { checkImage, formatBytes, MediaError, type MediaSettings } from "./media.js";
 import type { FetchedMedia, MediaFetchLimits, MediaRef } from "./types.js";
@@ -10,7 +10,7 @@ import type { FetchedMedia, MediaFetchLimits, MediaRef } from "./types.js";
 export type MediaFetcher = (platform: string, ref: MediaRef, limits: MediaFetchLimits) => Promise<FetchedMedia>;
 
 export interface TurnMediaDeps {
-  store: Pick<SessionStore, "inboxAttachments">;
+  store: AttachmentStore;
   settings: MediaSettings;
   /** The platform adapter's fetchMedia; null when the gateway has none for the platform. */
   fetchMedia: MediaFetcher | null;

@@ -2,6 +2,7 @@
 // shares it, so a release by one instance wakes a waiter on another instance at once.
 // Keys combine the database's identity (a SQLite file's path, a PostgreSQL server + schema) and
 // the conversation id.
+import type { LeaseReleaseNotifier } from "./types.js";
 
 type Wake = () => void;
 
@@ -74,4 +75,55 @@ export function wakeLocalWaiters(storeKey: string, conversationId: string): void
 /** For tests: how many waiters are registered for a conversation. */
 export function localWaiterCount(storeKey: string, conversationId: string): number {
   return waiters.get(keyOf(storeKey, conversationId))?.size ?? 0;
+}
+
+/**
+ * One store's side of the wake-ups, the same on every backend: the waiters it armed (woken when it
+ * closes, so they see the closed store and reject instead of hanging on their timers), and the
+ * notifier that carries its releases to other processes and theirs to it.
+ */
+export class StoreWakeups {
+  private readonly armed = new Set<ArmedWakeup>();
+  private readonly unsubscribeNotifier: (() => void) | null;
+
+  constructor(
+    private readonly storeKey: string,
+    private readonly notifier: LeaseReleaseNotifier | null,
+  ) {
+    this.unsubscribeNotifier = notifier?.onRelease((conversationId) => wakeLocalWaiters(storeKey, conversationId)) ?? null;
+  }
+
+  /** armWakeup, tracked until disposed so that close() can wake it. */
+  arm(conversationId: string): ArmedWakeup {
+    const armed = armWakeup(this.storeKey, conversationId);
+    this.armed.add(armed);
+    return {
+      wait: (ms) => armed.wait(ms),
+      wake: () => armed.wake(),
+      dispose: () => {
+        this.armed.delete(armed);
+        armed.dispose();
+      },
+    };
+  }
+
+  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
+  announceRelease(conversationId: string): void {
+    wakeLocalWaiters(this.storeKey, conversationId);
+    try {
+      this.notifier?.publishRelease(conversationId);
+    } catch {
+      // Other processes fall back to their poll; the release itself is done.
+    }
+  }
+
+  listen(conversationId: string, listener: () => void): () => void {
+    return listenForReleases(this.storeKey, conversationId, listener);
+  }
+
+  /** The store closes: stop hearing other processes, and wake every waiter it armed. */
+  close(): void {
+    this.unsubscribeNotifier?.();
+    for (const wakeup of [...this.armed]) wakeup.wake();
+  }
 }

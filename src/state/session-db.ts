@@ -5,13 +5,13 @@
 import type { Database } from "better-sqlite3";
 import { AttachmentSql } from "./attachments.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
-import { toMessageRow, transcriptFromRows, type StoredMessageTuple } from "./conversation.js";
+import { toMessageRow, transcriptFromRows } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
 import { SessionDBClosedError, UnknownSessionError } from "./errors.js";
 import { thisHost } from "./holder.js";
 import { InboxSql } from "./inbox.js";
-import { waitForLease, type LeaseAttempt } from "./lease-admission.js";
-import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "./lease-wakeups.js";
+import { waitForLease } from "./lease-admission.js";
+import { StoreWakeups } from "./lease-wakeups.js";
 import { LeaseSql } from "./lease.js";
 import { MessageSql } from "./messages.js";
 import { openDatabase } from "./open-database.js";
@@ -20,6 +20,7 @@ import { SessionSql } from "./sessions.js";
 import { positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "./store-options.js";
 import { DEFAULT_RESTART_AFTER_FRAMES, WalCheckpointer } from "./wal-checkpointer.js";
 import { TranscriptRows } from "./transcript-rows.js";
+import { TurnStartReads, turnStartReadOf, type TranscriptRowsRead, type TurnStartRows } from "./turn-start.js";
 import { WriteBatches, type WriteOptions } from "./write-batches.js";
 import { WriteGate } from "./write-gate.js";
 import type {
@@ -38,8 +39,6 @@ import type {
   InboxStatus,
   WakeUpView,
   LeaseAcquireOptions,
-  LeaseReleaseNotifier,
-  MessageAttachment,
   MessageRow,
   SessionRow,
   SessionStore,
@@ -47,7 +46,6 @@ import type {
   StaleLease,
   StoredAttachment,
   TurnStartRead,
-  InputUnderLease,
 } from "./types.js";
 
 export interface SessionDBOptions extends StoreOptions {
@@ -84,8 +82,6 @@ const WAL_PAGE_BYTES = 4096;
 const WAL_TRIM_FACTOR = 1.5;
 /** Checkpointed elsewhere: this connection checkpoints only once the WAL is this many times the rewind bound. */
 const ELSEWHERE_AUTOCHECKPOINT_FACTOR = 4;
-/** Bound on the remembered tips of compressed conversations (forgotten all at once past it). */
-const MAX_TIPS_READ = 10_000;
 
 const DEFAULTS = {
   ...STORE_DEFAULTS,
@@ -102,8 +98,7 @@ export class SessionDB implements SessionStore {
   private readonly inbox: InboxSql;
   private readonly deliveries: DeliverySql;
   private readonly attachments: AttachmentSql;
-  private readonly notifier: LeaseReleaseNotifier | null;
-  private readonly unsubscribeNotifier: (() => void) | null;
+  private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
   private readonly defaultWaitSeconds: number;
@@ -115,18 +110,10 @@ export class SessionDB implements SessionStore {
   private readonly recordReceiptTransaction: (platform: string, platformMessageId: string, receipt: DeliveryReceipt) => DeliveryRow | null;
   private readonly recordWithAttachments: (insert: InboxInsert) => { inserted: boolean; row: InboxRow };
   private readonly recordBatchTransaction: (inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>) => Array<{ inserted: boolean; row: InboxRow }>;
-  private readonly warmTranscriptRead: (sessionId: string) => void;
-  /** Compressed conversations' tips as the lease's reads last found them (a hint: the read under the lease decides). */
-  private readonly tipsRead = new Map<string, string>();
-  private readonly acquireAndReadTransaction: (
-    conversationId: string,
-    holder: string,
-    ttl: number,
-    reading: TurnStartReading,
-  ) => { attempt: LeaseAttempt; read: TurnStartRows | null };
+  /** The turn's first reads, in the lease's own transaction (turn-start.ts). */
+  private readonly turnStart: TurnStartReads;
   /** One read transaction: a snapshot for the three reads, one lock and one cache check instead of three. */
   private readonly wakeUpRead: (conversationId: string, inboxId: number | null) => WakeUpView;
-  private readonly activeWakeups = new Set<ArmedWakeup>();
   private readonly checkpointer: WalCheckpointer | null = null;
   private readonly gate: WriteGate;
   private readonly writes: WriteBatches;
@@ -161,6 +148,7 @@ export class SessionDB implements SessionStore {
     this.deliveries = new DeliverySql(this.db);
     this.attachments = new AttachmentSql(this.db);
 
+    // TranscriptStore
     const flush = this.db.transaction((sessionId: string, messages: ConversationMessage[], batch: AppendBatchOptions): FlushResult => {
       const now = this.clock();
       const holder = batch.turnLeaseHolder;
@@ -180,12 +168,17 @@ export class SessionDB implements SessionStore {
       this.sessions.ensureForKey(sessionKey, newId, input, this.clock()),
     );
     this.ensureForKeyTransaction = (sessionKey, newId, input) => ensure.immediate(sessionKey, newId, input);
-    const createDeliveries = this.db.transaction((inserts: DeliveryInsert[]) => this.deliveries.insertAll(inserts, this.clock()));
-    this.createDeliveriesTransaction = (inserts) => createDeliveries.immediate(inserts);
-    const recordReceipt = this.db.transaction((platform: string, platformMessageId: string, receipt: DeliveryReceipt) =>
-      this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
-    );
-    this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
+    // LeaseStore
+    this.turnStart = new TurnStartReads(this.db, {
+      sessions: this.sessions,
+      messages: this.messages,
+      inbox: this.inbox,
+      leases: this.leases,
+      transcripts: this.transcripts,
+      clock: () => this.clock(),
+      transcriptRowsOf: (sessionId, withImageBytes) => this.transcriptRowsOf(sessionId, withImageBytes),
+    });
+    // InboxStore
     const recordOne = (insert: InboxInsert, now: number): { inserted: boolean; row: InboxRow } => {
       const recorded = this.inbox.record(insert, now, null);
       if (recorded.inserted && insert.attachments?.length) this.attachments.insertForInbox(recorded.row.id, insert.attachments, now);
@@ -198,37 +191,21 @@ export class SessionDB implements SessionStore {
       return inserts.map((insert) => recordOne(this.withSessionId(insert, now), now));
     });
     this.recordBatchTransaction = (inserts) => recordBatch.immediate(inserts);
-    // Admission and the turn's first reads in one BEGIN IMMEDIATE: the reads see what the lease now
-    // guards. A warm-up read before it leaves only the newest transcript rows to read here, and the
-    // rows become messages (with their images' bytes) after the commit.
-    const acquireAndRead = this.db.transaction((conversationId: string, holder: string, ttl: number, reading: TurnStartReading) => {
-      const now = this.clock();
-      const attempt = this.leases.tryAcquireWithin(conversationId, holder, ttl, now);
-      if (!attempt.acquired) return { attempt, read: null };
-      let read = this.turnStartRows(reading.sessionId);
-      const limit = reading.pendingInboxLimit ?? 0;
-      if (limit > 0) read = { ...read, pendingInbox: this.inbox.pendingForSession(conversationId, limit) };
-      const inputRowId = reading.input ? this.storeInputUnderLease(conversationId, read.sessionId, reading.input, now) : null;
-      return { attempt, read: inputRowId === null ? read : { ...read, sessionExists: true, inputRowId } };
-    });
-    this.acquireAndReadTransaction = (conversationId, holder, ttl, reading) => acquireAndRead.immediate(conversationId, holder, ttl, reading);
-    // A read transaction: it takes no write lock.
-    const warmTranscript = this.db.transaction((sessionId: string) => {
-      const tip = this.sessions.tipOf(sessionId) || sessionId;
-      if (!this.transcripts.holds(tip)) this.transcripts.warm(tip, (afterId) => this.messages.rowsAfter(tip, afterId));
-    });
-    this.warmTranscriptRead = (sessionId) => warmTranscript.deferred(sessionId);
-
     const wakeUpRead = this.db.transaction((conversationId: string, inboxId: number | null): WakeUpView => ({
       row: inboxId === null ? null : this.inbox.get(inboxId),
       head: this.inbox.pendingForSession(conversationId, 1)[0] ?? null,
       liveHolder: this.leases.liveHolder(this.sessions.conversationIdOf(conversationId), this.clock()),
     }));
     this.wakeUpRead = (conversationId, inboxId) => wakeUpRead.deferred(conversationId, inboxId);
+    // DeliveryStore
+    const createDeliveries = this.db.transaction((inserts: DeliveryInsert[]) => this.deliveries.insertAll(inserts, this.clock()));
+    this.createDeliveriesTransaction = (inserts) => createDeliveries.immediate(inserts);
+    const recordReceipt = this.db.transaction((platform: string, platformMessageId: string, receipt: DeliveryReceipt) =>
+      this.deliveries.recordReceipt(platform, platformMessageId, receipt, this.clock()),
+    );
+    this.recordReceiptTransaction = (platform, platformMessageId, receipt) => recordReceipt.immediate(platform, platformMessageId, receipt);
 
-    this.notifier = options.notifier ?? null;
-    this.unsubscribeNotifier =
-      this.notifier?.onRelease((conversationId) => wakeLocalWaiters(this.fileKey, conversationId)) ?? null;
+    this.wakeups = new StoreWakeups(this.fileKey, options.notifier ?? null);
   }
 
   // ---- plumbing ----
@@ -276,20 +253,8 @@ export class SessionDB implements SessionStore {
     });
   }
 
-  private armTracked(conversationId: string): ArmedWakeup {
-    const armed = armWakeup(this.fileKey, conversationId);
-    this.activeWakeups.add(armed);
-    return {
-      wait: (ms) => armed.wait(ms),
-      wake: () => armed.wake(),
-      dispose: () => {
-        this.activeWakeups.delete(armed);
-        armed.dispose();
-      },
-    };
-  }
 
-  // ---- sessions ----
+  // ---- TranscriptStore ----
 
   async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
     return this.write(() => this.sessions.create(id, input, this.clock()));
@@ -303,11 +268,11 @@ export class SessionDB implements SessionStore {
     return this.write(() => this.sessions.endSession(id, reason, this.clock()));
   }
 
-  /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
   async sessionKeysWithPrefix(prefix: string, limit = 100_000): Promise<string[]> {
     return this.run(() => this.sessions.keysWithPrefix(prefix, limit));
   }
 
+  /** Newest activity first; last_activity is the newest message's timestamp (null without messages). */
   async listSessions(options: { limit?: number } = {}): Promise<SessionSummary[]> {
     return this.run(() => this.sessions.listRecent(options.limit ?? 100));
   }
@@ -324,8 +289,6 @@ export class SessionDB implements SessionStore {
   async conversationIdOf(sessionId: string): Promise<string> {
     return this.run(() => this.sessions.conversationIdOf(sessionId));
   }
-
-  // ---- messages ----
 
   async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
     const { messageIds } = await this.flushTurn(sessionId, [message]);
@@ -353,14 +316,6 @@ export class SessionDB implements SessionStore {
     });
   }
 
-  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
-    return this.run(() => this.attachments.forInbox(inboxId));
-  }
-
-  async getAttachment(id: number): Promise<StoredAttachment | null> {
-    return this.run(() => this.attachments.get(id));
-  }
-
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
     return this.run(() => this.conversationOf(sessionId, options));
@@ -376,60 +331,11 @@ export class SessionDB implements SessionStore {
     return { rows: this.transcripts.read(sessionId, (afterId) => this.messages.rowsAfter(sessionId, afterId)), attachments };
   }
 
-  /** What the lease's transaction reads for the turn: the tip, whether it has a row, its transcript rows. */
-  private turnStartRows(sessionId: string): TurnStartRows {
-    const tip = this.sessions.tipOf(sessionId) || sessionId;
-    this.rememberTip(sessionId, tip);
-    const sessionExists = this.sessions.get(tip) !== null;
-    // The images' bytes are read after the commit (withImageBytes): under the lock, only which ones.
-    return { sessionId: tip, sessionExists, transcript: sessionExists ? this.transcriptRowsOf(tip, false) : null };
-  }
-
-  /**
-   * InputUnderLease, in the admission's transaction after its reads (the lease is held): the
-   * message's row id, or null when it is not to be stored here (see InputUnderLease).
-   */
-  private storeInputUnderLease(conversationId: string, tip: string, input: InputUnderLease, now: number): number | null {
-    if (input.message.attachments?.length) return null;
-    if (this.inbox.pendingForSession(conversationId, 1)[0]?.id !== input.inboxId) return null;
-    const platformId = input.message.platform_message_id ?? null;
-    if (platformId !== null && this.messages.hasPlatformMessageId(tip, platformId)) return null;
-    if (!this.sessions.has(tip)) this.sessions.create(tip, input.session, now);
-    return this.messages.insertAll(tip, [input.message], now)[0];
-  }
-
-  /**
-   * The bytes of the images the lease's transaction listed, read outside the write lock. They
-   * cannot have changed: a message's images are stored with it, and the lease now held keeps
-   * every other writer off this conversation's messages.
-   */
-  private async withImageBytes(read: TurnStartRows): Promise<TurnStartRows> {
-    const transcript = read.transcript;
-    if (!transcript || transcript.attachments.size === 0) return read;
-    const attachments = await this.run(() => this.attachments.bySessionMessage(read.sessionId, true));
-    return { ...read, transcript: { ...transcript, attachments } };
-  }
-
-  /** Whether a warm-up read would leave the lease's transaction less to read: the transcript is not held (or too long to hold). */
-  private worthWarming(sessionId: string): boolean {
-    return !this.transcripts.holds(this.tipsRead.get(sessionId) ?? sessionId);
-  }
-
-  /** A compressed conversation's tip as last read, so the next turn's warm-up checks the right transcript. */
-  private rememberTip(sessionId: string, tip: string): void {
-    if (tip === sessionId) {
-      this.tipsRead.delete(sessionId);
-      return;
-    }
-    if (this.tipsRead.size >= MAX_TIPS_READ) this.tipsRead.clear();
-    this.tipsRead.set(sessionId, tip);
-  }
-
   async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
     return this.run(() => this.messages.hasPlatformMessageId(sessionId, platformMessageId));
   }
 
-  // ---- turn lease ----
+  // ---- LeaseStore ----
 
   async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
@@ -442,7 +348,7 @@ export class SessionDB implements SessionStore {
     // A transcript this store does not hold yet is read before the lease's transaction, outside
     // the write lock, which then reads only the rows added since: a long conversation's first
     // read no longer holds the lock every other writer (the HTTP thread's acks) waits for.
-    if (reading && this.worthWarming(reading.sessionId)) await this.run(() => this.warmTranscriptRead(reading.sessionId));
+    if (reading && this.turnStart.worthWarming(reading.sessionId)) await this.run(() => this.turnStart.warm(reading.sessionId));
     let read: TurnStartRead | null = null;
     const acquired = await waitForLease(
       {
@@ -450,13 +356,13 @@ export class SessionDB implements SessionStore {
         // Batched with this pass's other writes; a busy database is reported to the wait loop.
         attempt: async (conversationId) => {
           if (!reading) return this.write(() => this.leases.tryAcquire(conversationId, holder, ttl, this.clock()), { busy: "report", atomic: true });
-          const step = await this.write(() => this.acquireAndReadTransaction(conversationId, holder, ttl, reading), { busy: "report", atomic: true });
+          const step = await this.write(() => this.turnStart.acquireAndRead(conversationId, holder, ttl, reading), { busy: "report", atomic: true });
           // The rows became messages after the commit: that work holds no lock.
           if (step.read) read = turnStartReadOf(await this.withImageBytes(step.read));
           return step.attempt;
         },
         isContended: isSqliteBusy,
-        arm: (conversationId) => this.armTracked(conversationId),
+        arm: (conversationId) => this.wakeups.arm(conversationId),
         pollIntervalMs: this.pollIntervalMs,
         assertOpen: () => this.assertOpen(),
       },
@@ -465,6 +371,18 @@ export class SessionDB implements SessionStore {
     );
     if (acquired && read) reading?.onRead(read);
     return acquired;
+  }
+
+  /**
+   * The bytes of the images the lease's transaction listed, read outside the write lock. They
+   * cannot have changed: a message's images are stored with it, and the lease now held keeps
+   * every other writer off this conversation's messages.
+   */
+  private async withImageBytes(read: TurnStartRows): Promise<TurnStartRows> {
+    const transcript = read.transcript;
+    if (!transcript || transcript.attachments.size === 0) return read;
+    const attachments = await this.run(() => this.attachments.bySessionMessage(read.sessionId, true));
+    return { ...read, transcript: { ...transcript, attachments } };
   }
 
   async refreshSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
@@ -487,22 +405,16 @@ export class SessionDB implements SessionStore {
       const released = this.leases.release(conversationId, holder);
       return { conversationId, released, head: readHead ? (this.inbox.pendingForSession(conversationId, 1)[0] ?? null) : null };
     });
-    if (released) this.announceRelease(conversationId);
+    if (released) this.wakeups.announceRelease(conversationId);
     return head;
-  }
-
-  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
-  private announceRelease(conversationId: string): void {
-    wakeLocalWaiters(this.fileKey, conversationId);
-    try {
-      this.notifier?.publishRelease(conversationId);
-    } catch {
-      // Other processes fall back to their poll; the release itself is done.
-    }
   }
 
   async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
     return this.run(() => this.leases.liveHolder(this.sessions.conversationIdOf(sessionId), this.clock()));
+  }
+
+  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
+    return this.wakeups.listen(conversationId, listener);
   }
 
   async staleSessionTurnLeases(): Promise<StaleLease[]> {
@@ -515,19 +427,15 @@ export class SessionDB implements SessionStore {
 
   async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
     const reaped = await this.write(() => this.leases.reap(conversationId, holder, this.clock()));
-    if (reaped) this.announceRelease(conversationId);
+    if (reaped) this.wakeups.announceRelease(conversationId);
     return reaped;
-  }
-
-  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
-    return listenForReleases(this.fileKey, conversationId, listener);
   }
 
   async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
     return this.run(() => this.leases.get(this.sessions.conversationIdOf(sessionId)));
   }
 
-  // ---- inbox ----
+  // ---- InboxStore ----
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
     // With attachments, the row and its images are one transaction: a turn never sees one without the other.
@@ -591,7 +499,7 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.inbox.counts());
   }
 
-  // ---- deliveries ----
+  // ---- DeliveryStore ----
 
   async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
     return this.write(() => this.createDeliveriesTransaction(inserts), ATOMIC);
@@ -629,32 +537,23 @@ export class SessionDB implements SessionStore {
     return this.write(() => this.recordReceiptTransaction(platform, platformMessageId, receipt), ATOMIC);
   }
 
-  // ---- lifecycle ----
+  // ---- AttachmentStore ----
+
+  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
+    return this.run(() => this.attachments.forInbox(inboxId));
+  }
+
+  async getAttachment(id: number): Promise<StoredAttachment | null> {
+    return this.run(() => this.attachments.get(id));
+  }
+
+  // ---- StoreLifecycle ----
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.unsubscribeNotifier?.();
-    // Waiters wake, see the closed store and reject instead of hanging on their timers.
-    for (const wakeup of [...this.activeWakeups]) wakeup.wake();
+    this.wakeups.close();
     await this.checkpointer?.stop();
     this.db.close();
   }
-}
-
-/** A transcript's stored rows and their images, as read in one transaction. */
-interface TranscriptRowsRead {
-  rows: StoredMessageTuple[];
-  attachments: Map<number, MessageAttachment[]>;
-}
-
-type TurnStartReading = Omit<NonNullable<LeaseAcquireOptions["readUnderLease"]>, "onRead">;
-
-/** The turn's first read as its transaction returns it: rows, turned into messages after the commit. */
-interface TurnStartRows extends Omit<TurnStartRead, "transcript"> {
-  transcript: TranscriptRowsRead | null;
-}
-
-function turnStartReadOf(read: TurnStartRows): TurnStartRead {
-  return { ...read, transcript: read.transcript ? transcriptFromRows(read.transcript.rows, read.transcript.attachments, { repairAlternation: true, includeRowIds: true }) : [] };
 }

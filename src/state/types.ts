@@ -1,5 +1,13 @@
-// The shapes of durable state, and the one async interface the agent and the gateway use.
-// Nothing here knows about a platform, HTTP or Redis.
+// The shapes of durable state, and the one async interface the agent and the gateway use (the
+// intersection of its parts in store-parts/). Nothing here knows about a platform, HTTP or Redis.
+import type { AttachmentStore } from "./store-parts/attachment-store.js";
+import type { DeliveryStore } from "./store-parts/delivery-store.js";
+import type { InboxStore } from "./store-parts/inbox-store.js";
+import type { LeaseStore } from "./store-parts/lease-store.js";
+import type { StoreLifecycle } from "./store-parts/store-lifecycle.js";
+import type { TranscriptStore } from "./store-parts/transcript-store.js";
+
+export type { AttachmentStore, DeliveryStore, InboxStore, LeaseStore, StoreLifecycle, TranscriptStore };
 
 export type Role = "system" | "user" | "assistant" | "tool";
 
@@ -177,7 +185,7 @@ export interface InputUnderLease {
   session: CreateSessionInput;
 }
 
-/** See SessionStore.wakeUpView. */
+/** See InboxStore.wakeUpView. */
 export interface WakeUpView {
   row: InboxRow | null;
   head: InboxRow | null;
@@ -328,155 +336,13 @@ export interface LeaseReleaseNotifier {
   onRelease(listener: (conversationId: string) => void): () => void;
 }
 
-/** Durable ingress: every received message is recorded here before the platform is acknowledged. */
-export interface InboxStore {
-  /** Insert unless (platform, platformMessageId) exists; a redelivery returns the existing row with inserted=false. */
-  recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }>;
-  /**
-   * recordInbound for several messages in ONE transaction (group commit), in the given order (ids
-   * follow it); each result is what recordInbound would have returned, a duplicate inside the batch
-   * included. All or nothing: when it throws, nothing was recorded. A keyed insert finds (or
-   * creates) its session in the same transaction, so the ingress reads nothing before it.
-   */
-  recordInboundBatch(inserts: ReadonlyArray<InboxInsert | KeyedInboxInsert>): Promise<Array<{ inserted: boolean; row: InboxRow }>>;
-  /** Record a message that was received but refused, with the reason (status 'rejected'). */
-  recordRejected(insert: InboxInsert, reason: string): Promise<InboxRow>;
-  getInboxRow(id: number): Promise<InboxRow | null>;
-  findInboxRow(platform: string, platformMessageId: string): Promise<InboxRow | null>;
-  markInboxEnqueued(ids: number[]): Promise<void>;
-  /** Pending rows of one session, oldest first (the head is the next turn's input). */
-  pendingInbox(sessionId: string, limit?: number): Promise<InboxRow[]>;
-  /**
-   * What a turn's wake-up reads before it runs, in one read: the inbox row it was woken for (by
-   * id; null when `inboxId` is null or the row is gone), the head of the conversation's pending
-   * inbox, and the live holder of its turn lease (as liveSessionTurnLeaseHolder).
-   */
-  wakeUpView(conversationId: string, inboxId: number | null): Promise<WakeUpView>;
-  /** Every pending row, oldest first: the reconciler re-enqueues these at start-up and after Redis returns. */
-  listPendingInbox(limit?: number): Promise<InboxRow[]>;
-  /**
-   * The oldest pending row of each conversation that has no turn lease at all and whose row was
-   * received at least `olderThanSeconds` ago: messages nobody has started on (a wake-up lost with a
-   * dead process). Oldest first, up to `limit`.
-   */
-  unclaimedPendingHeads(olderThanSeconds: number, limit: number): Promise<Array<{ conversationId: string; inboxId: number }>>;
-  completeInbox(ids: number[], status: Exclude<InboxStatus, "pending">, reply: string | null, reason?: string | null): Promise<void>;
-  inboxCounts(): Promise<Record<InboxStatus, number>>;
-}
-
 export interface ClaimDeliveryOptions {
   /** Take a row another claim left in 'sending' only once that claim is this old. Default 0. */
   reclaimAfterSeconds?: number;
 }
 
-/** Outbound ledger: every reply is a row before it is sent. */
-export interface DeliveryStore {
-  createDeliveries(inserts: DeliveryInsert[]): Promise<number[]>;
-  getDelivery(id: number): Promise<DeliveryRow | null>;
-  /**
-   * Claim a delivery for one send attempt: pending -> sending, attempts+1. A row found already
-   * 'sending' (a crash between send and record) is claimed with possible_duplicate=true, but only
-   * once that claim is `reclaimAfterSeconds` old (default 0): a younger one may be a live send.
-   * Returns null when the row is already sent or failed, or its claim is younger.
-   */
-  claimDelivery(id: number, options?: ClaimDeliveryOptions): Promise<DeliveryRow | null>;
-  markDeliverySent(id: number, platformMessageId: string | null): Promise<void>;
-  /** final=false puts the row back to pending for a retry. */
-  markDeliveryFailed(id: number, error: string, final: boolean): Promise<void>;
-  /**
-   * A reply whose text was streamed into a posted message is delivered as an edit of it: sets
-   * `target.edit_message_id`. Only before the first send attempt; false otherwise.
-   */
-  setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean>;
-  listUnsentDeliveries(limit?: number): Promise<DeliveryRow[]>;
-  deliveriesForSession(sessionId: string): Promise<DeliveryRow[]>;
-  /**
-   * A platform's report on a sent reply, found by (platform, the message id its send returned),
-   * merged into the row's display_metadata as `{receipt, receipts: {<status>: at}, receipt_errors}`.
-   * `receipt` never moves back (a late `delivered` after `read` keeps `read`); a repeated report
-   * keeps the first time. Null when no delivery has that id.
-   */
-  recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null>;
-}
-
 /**
- * The one async interface in front of durable state. The agent and the gateway use only this,
- * and SQLite (session-db.ts) and PostgreSQL (postgres/) implement it alike.
+ * The one async interface in front of durable state, as its parts (store-parts/): the agent and the
+ * gateway use only these, and SQLite (session-db.ts) and PostgreSQL (postgres/) implement them alike.
  */
-export interface SessionStore extends InboxStore, DeliveryStore {
-  createSession(id: string, input: CreateSessionInput): Promise<SessionRow>;
-  getSession(id: string): Promise<SessionRow | null>;
-  endSession(id: string, reason: string): Promise<void>;
-  /** Distinct routing keys that start with `prefix` (e.g. every Slack thread the bot was in). */
-  sessionKeysWithPrefix(prefix: string, limit?: number): Promise<string[]>;
-  /** Newest activity first. */
-  listSessions(options?: { limit?: number }): Promise<SessionSummary[]>;
-  /**
-   * The live session of a routing key, created atomically when there is none (two first messages
-   * racing on one key get one session). `newId` names the session when one is created.
-   */
-  ensureSessionForKey(sessionKey: string, newId: string, input: CreateSessionInput): Promise<SessionRow>;
-
-  appendMessage(sessionId: string, message: ConversationMessage): Promise<number>;
-  /** All-or-nothing; returns the new row ids in order. Fenced when `turnLeaseHolder` is given. */
-  appendMessagesBatch(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<number[]>;
-  /** appendMessagesBatch that also returns the ids of the deliveries created by `endRecords` (to enqueue them). */
-  flushTurn(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<FlushResult>;
-  getMessages(sessionId: string): Promise<MessageRow[]>;
-  /** The attachments recorded with an inbox row (by `recordInbound`), with their bytes, oldest first. */
-  inboxAttachments(inboxId: number): Promise<StoredAttachment[]>;
-  /** One attachment with its bytes, or null. */
-  getAttachment(id: number): Promise<StoredAttachment | null>;
-  getMessagesAsConversation(sessionId: string, options?: ConversationReadOptions): Promise<ConversationMessage[]>;
-  hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean>;
-  /** The tip: the newest session of the session's compacted chain (the session itself when none). */
-  resolveTip(sessionId: string): Promise<string>;
-  /**
-   * The conversation id: the root of the session's compression chain, shared by every session of
-   * the chain (the session's own id when it has no row or no compressed parent).
-   */
-  conversationIdOf(sessionId: string): Promise<string>;
-
-  // The turn lease is one per conversation. These take any session of the conversation (its
-  // conversation id included) and lease the conversation it belongs to; `holder` names the turn.
-  tryAcquireSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;
-  acquireSessionTurnLease(sessionId: string, holder: string, options?: LeaseAcquireOptions): Promise<boolean>;
-  refreshSessionTurnLease(sessionId: string, holder: string, options?: { ttlSeconds?: number }): Promise<boolean>;
-  releaseSessionTurnLease(sessionId: string, holder: string): Promise<void>;
-  /**
-   * releaseSessionTurnLease, and in the same transaction the head of the conversation's pending
-   * inbox (null when none): a message recorded before the release is seen here, and one recorded
-   * after it finds the lease free.
-   */
-  releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null>;
-  /**
-   * Who runs a turn on this session's conversation right now: the holder of a lease that has not
-   * expired and whose process is not provably dead; null when the lease is free or stale.
-   */
-  liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null>;
-  /**
-   * Call `listener` whenever the conversation's turn lease is released, here or (through the
-   * notifier) in another process; returns the unsubscribe function. A turn's outcome is recorded
-   * before its release, so this is the moment to read it.
-   */
-  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void;
-  /**
-   * The leases an acquire would take over now: expired, or held by a process on this host that
-   * is provably gone. A dead worker's turn is found here without waiting for its queue job.
-   */
-  staleSessionTurnLeases(): Promise<StaleLease[]>;
-  /**
-   * Leases whose holder names this process. `serve`'s supervisor hands on those of a workers thread
-   * that died: the process (so the holders' pid) is alive, so nothing else could prove them dead.
-   */
-  sessionTurnLeasesOfThisProcess(): Promise<Array<{ conversationId: string; holder: string }>>;
-  /**
-   * Delete a conversation's lease if `holder` still holds it and it is still stale (the acquire's
-   * test, in one transaction: a live holder is never reaped); wakes its waiters like a release.
-   * True when the row was deleted.
-   */
-  reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean>;
-  getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null>;
-
-  close(): Promise<void>;
-}
+export interface SessionStore extends TranscriptStore, LeaseStore, InboxStore, DeliveryStore, AttachmentStore, StoreLifecycle {}

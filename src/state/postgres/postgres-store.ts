@@ -7,7 +7,7 @@ import { toMessageRow, transcriptFromRows } from "../conversation.js";
 import { SessionDBClosedError, UnknownSessionError } from "../errors.js";
 import { thisHost } from "../holder.js";
 import { waitForLease, type LeaseAttempt } from "../lease-admission.js";
-import { armWakeup, listenForReleases, wakeLocalWaiters, type ArmedWakeup } from "../lease-wakeups.js";
+import { StoreWakeups } from "../lease-wakeups.js";
 import { DEFAULT_POOL_SIZE, positiveSeconds, STORE_DEFAULTS, type StoreOptions } from "../store-options.js";
 import type {
   AppendBatchOptions,
@@ -24,7 +24,6 @@ import type {
   InboxRow,
   InboxStatus,
   LeaseAcquireOptions,
-  LeaseReleaseNotifier,
   MessageRow,
   SessionRow,
   SessionStore,
@@ -48,12 +47,13 @@ import {
 import { PgDeliverySql } from "./deliveries.js";
 import { PgInboxSql } from "./inbox.js";
 import { recordInboundBatch } from "./inbox-batch.js";
-import { PgLeaseSql, pendingHeadStoringInput, type PendingHeadWithInput } from "./lease.js";
+import { PgLeaseSql } from "./lease.js";
 import { TranscriptRows } from "../transcript-rows.js";
 import { PgMessageSql } from "./messages.js";
 import { migrateSchema } from "./migrations.js";
 import { PgSessionSql } from "./sessions.js";
 import { SharedTrips } from "./shared-trips.js";
+import { PgTurnStartReads } from "./turn-start.js";
 
 export interface PostgresStoreOptions extends StoreOptions {
   /** postgres://user:password@host:port/database (or a unix socket: ?host=/run/postgresql). */
@@ -75,9 +75,6 @@ function isMissingSession(err: unknown): boolean {
   return pgError.code === "23503" && pgError.constraint === "messages_session_id_fkey";
 }
 
-/** Sessions whose tips are remembered; past it the memory starts again (a wrong guess costs one more read). */
-const MAX_TIPS_REMEMBERED = 10_000;
-
 export class PostgresStore implements SessionStore {
   /** Which database and schema (no credentials): waiters on the same one in this process wake each other. */
   readonly storeKey: string;
@@ -89,20 +86,18 @@ export class PostgresStore implements SessionStore {
   private readonly inbox = new PgInboxSql();
   private readonly deliveries = new PgDeliverySql();
   private readonly attachments = new PgAttachmentSql();
-  private readonly notifier: LeaseReleaseNotifier | null;
-  private readonly unsubscribeNotifier: (() => void) | null;
+  private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
   private readonly defaultWaitSeconds: number;
   /** Null: the database's clock. */
   private readonly testClock: (() => number) | null;
-  private readonly activeWakeups = new Set<ArmedWakeup>();
   /** Fenced flushes (and delivery marks) asked for in one pass of the event loop: one write, one transaction, one commit. */
   private readonly flushTrips: SharedTrips;
   /** Lease steps (admission with its reads, release with the head's read) of one pass: one write. */
   private readonly leaseTrips: SharedTrips;
-  /** The tip each session had at its last turn: the next turn's reads are sent for it before the tip is known. */
-  private readonly tips = new Map<string, string>();
+  /** The turn's first reads, sent with its admission (admitAndRead). */
+  private readonly turnStart: PgTurnStartReads;
   private closed = false;
 
   /** Connect, create the schema if missing and migrate it (under an advisory lock), then serve. */
@@ -156,9 +151,8 @@ export class PostgresStore implements SessionStore {
     this.defaultWaitSeconds = options.defaultWaitSeconds ?? STORE_DEFAULTS.defaultWaitSeconds;
     this.testClock = options.now ?? null;
     this.transcripts = new TranscriptRows(options.transcriptCacheBytes);
-    this.notifier = options.notifier ?? null;
-    this.unsubscribeNotifier =
-      this.notifier?.onRelease((conversationId) => wakeLocalWaiters(this.storeKey, conversationId)) ?? null;
+    this.turnStart = new PgTurnStartReads(this.sessions, this.messages, this.attachments, this.inbox, this.transcripts, () => this.now());
+    this.wakeups = new StoreWakeups(this.storeKey, options.notifier ?? null);
   }
 
   // ---- plumbing ----
@@ -188,21 +182,9 @@ export class PostgresStore implements SessionStore {
     return work(this.leasePool);
   }
 
-  private armTracked(key: string): ArmedWakeup {
-    const armed = armWakeup(this.storeKey, key);
-    this.activeWakeups.add(armed);
-    return {
-      wait: (ms) => armed.wait(ms),
-      wake: () => armed.wake(),
-      dispose: () => {
-        this.activeWakeups.delete(armed);
-        armed.dispose();
-      },
-    };
-  }
 
 
-  // ---- sessions ----
+  // ---- TranscriptStore ----
 
   async createSession(id: string, input: CreateSessionInput): Promise<SessionRow> {
     return this.run((db) => this.sessions.create(db, id, input, this.now(), true));
@@ -238,8 +220,6 @@ export class PostgresStore implements SessionStore {
   async conversationIdOf(sessionId: string): Promise<string> {
     return this.run((db) => this.sessions.conversationIdOf(db, sessionId));
   }
-
-  // ---- messages ----
 
   async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
     const { messageIds } = await this.flushTurn(sessionId, [message]);
@@ -304,14 +284,6 @@ export class PostgresStore implements SessionStore {
     });
   }
 
-  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
-    return this.run((db) => this.attachments.forInbox(db, inboxId));
-  }
-
-  async getAttachment(id: number): Promise<StoredAttachment | null> {
-    return this.run((db) => this.attachments.get(db, id));
-  }
-
   /** The model-ready transcript; `repairAlternation` applies repairToolPairing (see conversation.ts). */
   async getMessagesAsConversation(sessionId: string, options: ConversationReadOptions = {}): Promise<ConversationMessage[]> {
     return this.run((db) => this.conversationOf(db, sessionId, options));
@@ -327,91 +299,11 @@ export class PostgresStore implements SessionStore {
     return transcriptFromRows(rows, await this.attachments.bySessionMessage(db, sessionId, true), options);
   }
 
-  /**
-   * conversationOf on one connection. A whole transcript's rows and their attachments are read in
-   * one round trip, in that order (a connection runs what it is sent in order): the rows first, so
-   * that every message read has all of its attachments in the later read. The newer rows of a
-   * transcript held come with a flag from the same snapshot that says whether the session has any
-   * attachment at all; only then are they read, after. When the rows have to be read again (a
-   * lower id committed late), so are the attachments.
-   */
-  private async conversationOn(client: pg.PoolClient, sessionId: string, options: ConversationReadOptions): Promise<ConversationMessage[]> {
-    let sent = false;
-    let readAgain = false;
-    let wholeSent = false;
-    const seen = { attachments: true };
-    const rowsRead = this.transcripts.readChecked(
-      sessionId,
-      (afterId, heldCount) => this.messages.rowsAfterIfUnchanged(client, sessionId, afterId, heldCount, seen),
-      () => {
-        readAgain = sent;
-        wholeSent = !sent;
-        return this.messages.rows(client, sessionId);
-      },
-    );
-    const withRows = wholeSent ? this.attachments.bySessionMessage(client, sessionId, true) : Promise.resolve(null);
-    sent = true;
-    const [rows, attachedWithRows] = await allInOrder([rowsRead, withRows] as const);
-    const attachments = readAgain || (attachedWithRows === null && seen.attachments) ? await this.attachments.bySessionMessage(client, sessionId, true) : attachedWithRows;
-    return transcriptFromRows(rows, attachments ?? new Map(), options);
-  }
-
-  /**
-   * Under a lease just taken, in its transaction: the tip, whether it has a row, its transcript
-   * and the conversation's pending head. They go out with the admission itself, for the tip the
-   * session had last time (nearly always its tip still); a tip that moved is read again.
-   */
-  private issueTurnStartRead(
-    client: pg.PoolClient,
-    reading: NonNullable<LeaseAcquireOptions["readUnderLease"]>,
-    conversationId: string,
-    holder: string,
-  ): Promise<TurnStartRead> {
-    const guess = this.tips.get(reading.sessionId) ?? reading.sessionId;
-    const limit = reading.pendingInboxLimit ?? 0;
-    const transcriptOptions = { repairAlternation: true, includeRowIds: true };
-    const input = reading.input && !reading.input.message.attachments?.length ? reading.input : null;
-    // With an input, the head is read by the statement that may store it (the same snapshot): it
-    // is stored only for the tip guessed here, so a tip that moved leaves it to the turn's flush.
-    // That statement also reads the tip and whether it has a row: no statement of their own then.
-    const tipRead = input ? null : this.sessions.tipWithRow(client, reading.sessionId).then(({ tip, row }) => ({ tip, tipExists: row !== null }));
-    const transcriptRead = this.conversationOn(client, guess, transcriptOptions);
-    // In this order on the connection: the head's statement (which may write) after the reads.
-    const headRead: Promise<PendingHeadWithInput | Omit<PendingHeadWithInput, "tip" | "tipExists"> | null> = input
-      ? pendingHeadStoringInput(client, { sessionId: reading.sessionId, conversationId, tip: guess, holder, headSize: Math.max(1, limit) }, input, this.now())
-      : limit > 0
-        ? this.inbox.pendingForSession(client, conversationId, limit).then((pendingInbox) => ({ pendingInbox, inputRowId: null, createdSession: false }))
-        : Promise.resolve(null);
-    const issued = allInOrder([tipRead ?? Promise.resolve(null), transcriptRead, headRead] as const);
-    return issued.then(async ([tipFound, guessedTranscript, head]) => {
-      const found = tipFound ?? (head && "tip" in head ? head : null);
-      if (!found) throw new Error(`admission of ${reading.sessionId}: the tip was not read`);
-      const { tip, tipExists } = found;
-      const inputRowId = head?.inputRowId ?? null;
-      // Committed: a row created parentless is its own conversation's root for good.
-      if (head?.createdSession) this.sessions.rememberRoot(tip);
-      const sessionExists = tipExists || inputRowId !== null;
-      let transcript = guessedTranscript;
-      if (tip !== guess) {
-        this.rememberTip(reading.sessionId, tip);
-        transcript = sessionExists ? await this.conversationOn(client, tip, transcriptOptions) : [];
-      }
-      let read: TurnStartRead = { sessionId: tip, sessionExists, transcript: tipExists ? transcript : [] };
-      if (head !== null && limit > 0) read = { ...read, pendingInbox: head.pendingInbox };
-      return inputRowId === null ? read : { ...read, inputRowId };
-    });
-  }
-
-  private rememberTip(sessionId: string, tip: string): void {
-    if (this.tips.size >= MAX_TIPS_REMEMBERED) this.tips.clear();
-    this.tips.set(sessionId, tip);
-  }
-
   async hasPlatformMessageId(sessionId: string, platformMessageId: string): Promise<boolean> {
     return this.run((db) => this.messages.hasPlatformMessageId(db, sessionId, platformMessageId));
   }
 
-  // ---- turn lease ----
+  // ---- LeaseStore ----
 
   async tryAcquireSessionTurnLease(sessionId: string, holder: string, options: { ttlSeconds?: number } = {}): Promise<boolean> {
     const ttl = positiveSeconds(options.ttlSeconds ?? this.defaultTtlSeconds, "ttlSeconds");
@@ -434,7 +326,7 @@ export class PostgresStore implements SessionStore {
           });
         },
         isContended: isTransientPgError,
-        arm: (conversationId) => this.armTracked(conversationId),
+        arm: (conversationId) => this.wakeups.arm(conversationId),
         pollIntervalMs: this.pollIntervalMs,
         assertOpen: () => this.assertOpen(),
       },
@@ -461,11 +353,11 @@ export class PostgresStore implements SessionStore {
     return this.leaseTrips.run(async (client) => {
       const [attempt, started] = await Promise.allSettled([
         this.leases.tryAcquire(client, conversationId, holder, ttl, this.now()),
-        this.issueTurnStartRead(client, reading, conversationId, holder),
+        this.turnStart.issue(client, reading, conversationId, holder),
       ]);
       if (attempt.status === "rejected") throw attempt.reason;
       if (started.status === "fulfilled") return { attempt: attempt.value, started: started.value };
-      if (attempt.value.acquired && (await this.leases.release(client, conversationId, holder).catch(() => false))) this.announceRelease(conversationId);
+      if (attempt.value.acquired && (await this.leases.release(client, conversationId, holder).catch(() => false))) this.wakeups.announceRelease(conversationId);
       throw started.reason;
     });
   }
@@ -479,7 +371,7 @@ export class PostgresStore implements SessionStore {
   async releaseSessionTurnLease(sessionId: string, holder: string): Promise<void> {
     const conversationId = await this.conversationIdOf(sessionId);
     const released = await this.runLease((db) => this.leases.release(db, conversationId, holder));
-    if (released) this.announceRelease(conversationId);
+    if (released) this.wakeups.announceRelease(conversationId);
   }
 
   async releaseSessionTurnLeaseAndReadHead(sessionId: string, holder: string): Promise<InboxRow | null> {
@@ -493,8 +385,17 @@ export class PostgresStore implements SessionStore {
       allInOrder([this.leases.release(client, conversationId, holder), this.inbox.pendingForSession(client, conversationId, 1)] as const),
     );
     const head = pending[0] ?? null;
-    if (released) this.announceRelease(conversationId);
+    if (released) this.wakeups.announceRelease(conversationId);
     return head;
+  }
+
+  async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
+    const conversationId = await this.conversationIdOf(sessionId);
+    return this.run((db) => this.leases.liveHolder(db, conversationId, this.now()));
+  }
+
+  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
+    return this.wakeups.listen(conversationId, listener);
   }
 
   async staleSessionTurnLeases(): Promise<StaleLease[]> {
@@ -507,27 +408,8 @@ export class PostgresStore implements SessionStore {
 
   async reapSessionTurnLease(conversationId: string, holder: string): Promise<boolean> {
     const reaped = await this.transaction((client) => this.leases.reap(client, conversationId, holder, this.now()));
-    if (reaped) this.announceRelease(conversationId);
+    if (reaped) this.wakeups.announceRelease(conversationId);
     return reaped;
-  }
-
-  /** Wake the waiters of a freed lease: in this process at once, in others through the notifier. */
-  private announceRelease(conversationId: string): void {
-    wakeLocalWaiters(this.storeKey, conversationId);
-    try {
-      this.notifier?.publishRelease(conversationId);
-    } catch {
-      // Other processes fall back to their poll; the release itself is done.
-    }
-  }
-
-  async liveSessionTurnLeaseHolder(sessionId: string): Promise<string | null> {
-    const conversationId = await this.conversationIdOf(sessionId);
-    return this.run((db) => this.leases.liveHolder(db, conversationId, this.now()));
-  }
-
-  onSessionTurnLeaseReleased(conversationId: string, listener: () => void): () => void {
-    return listenForReleases(this.storeKey, conversationId, listener);
   }
 
   async getSessionTurnLease(sessionId: string): Promise<{ holder: string; acquired_at: number; expires_at: number } | null> {
@@ -535,7 +417,7 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.leases.get(db, conversationId));
   }
 
-  // ---- inbox ----
+  // ---- InboxStore ----
 
   async recordInbound(insert: InboxInsert): Promise<{ inserted: boolean; row: InboxRow }> {
     const uploads = insert.attachments ?? [];
@@ -560,19 +442,6 @@ export class PostgresStore implements SessionStore {
     return (await this.run((db) => this.inbox.record(db, insert, this.now(), reason))).row;
   }
 
-  async wakeUpView(conversationId: string, inboxId: number | null): Promise<WakeUpView> {
-    const leaseKey = await this.conversationIdOf(conversationId);
-    // Three reads side by side on the pool: a wake-up waits for one round trip, not three.
-    const [row, head, liveHolder] = await this.run((db) =>
-      Promise.all([
-        inboxId === null ? null : this.inbox.get(db, inboxId),
-        this.inbox.pendingForSession(db, conversationId, 1).then((rows) => rows[0] ?? null),
-        this.leases.liveHolder(db, leaseKey, this.now()),
-      ]),
-    );
-    return { row, head, liveHolder };
-  }
-
   async getInboxRow(id: number): Promise<InboxRow | null> {
     return this.run((db) => this.inbox.get(db, id));
   }
@@ -587,6 +456,19 @@ export class PostgresStore implements SessionStore {
 
   async pendingInbox(sessionId: string, limit = 100): Promise<InboxRow[]> {
     return this.run((db) => this.inbox.pendingForSession(db, sessionId, limit));
+  }
+
+  async wakeUpView(conversationId: string, inboxId: number | null): Promise<WakeUpView> {
+    const leaseKey = await this.conversationIdOf(conversationId);
+    // Three reads side by side on the pool: a wake-up waits for one round trip, not three.
+    const [row, head, liveHolder] = await this.run((db) =>
+      Promise.all([
+        inboxId === null ? null : this.inbox.get(db, inboxId),
+        this.inbox.pendingForSession(db, conversationId, 1).then((rows) => rows[0] ?? null),
+        this.leases.liveHolder(db, leaseKey, this.now()),
+      ]),
+    );
+    return { row, head, liveHolder };
   }
 
   async listPendingInbox(limit = 1000): Promise<InboxRow[]> {
@@ -606,7 +488,7 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.inbox.counts(db));
   }
 
-  // ---- deliveries ----
+  // ---- DeliveryStore ----
 
   async createDeliveries(inserts: DeliveryInsert[]): Promise<number[]> {
     // One INSERT statement: all rows or none.
@@ -634,10 +516,6 @@ export class PostgresStore implements SessionStore {
     return this.flushTrips.run((client) => this.deliveries.recordFailure(client, id, error, final, this.now()));
   }
 
-  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
-    return this.transaction((client) => this.deliveries.recordReceipt(client, platform, platformMessageId, receipt, this.now()));
-  }
-
   async setDeliveryEditTarget(id: number, editMessageId: string): Promise<boolean> {
     return this.run((db) => this.deliveries.editInstead(db, id, editMessageId, this.now()));
   }
@@ -650,14 +528,26 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.deliveries.forSession(db, sessionId));
   }
 
-  // ---- lifecycle ----
+  async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<DeliveryRow | null> {
+    return this.transaction((client) => this.deliveries.recordReceipt(client, platform, platformMessageId, receipt, this.now()));
+  }
+
+  // ---- AttachmentStore ----
+
+  async inboxAttachments(inboxId: number): Promise<StoredAttachment[]> {
+    return this.run((db) => this.attachments.forInbox(db, inboxId));
+  }
+
+  async getAttachment(id: number): Promise<StoredAttachment | null> {
+    return this.run((db) => this.attachments.get(db, id));
+  }
+
+  // ---- StoreLifecycle ----
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.unsubscribeNotifier?.();
-    // Waiters wake, see the closed store and reject instead of hanging on their timers.
-    for (const wakeup of [...this.activeWakeups]) wakeup.wake();
+    this.wakeups.close();
     await Promise.all([this.pool.end(), this.leasePool.end()]);
   }
 }
