@@ -10,6 +10,7 @@
 import type { FetchFunction } from "@slack/web-api";
 import { request, type Dispatcher } from "undici";
 import { boundedPool } from "../shared/bounded-pool.js";
+import { headersFromReceived } from "../../shared/received-headers.js";
 
 // The SDK exports the function's type only; its parts are read off it.
 type FetchRequestInit = NonNullable<Parameters<FetchFunction>[1]>;
@@ -49,15 +50,6 @@ class BufferedResponse implements FetchResponse {
   }
 }
 
-function headersOf(received: Record<string, string | string[] | undefined>): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(received)) {
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else if (value !== undefined) headers.append(name, value);
-  }
-  return headers;
-}
-
 /** A `fetch` for one WebClient, over a keep-alive pool of its own whose timeouts bound every call. */
 export function createSlackFetch(timeoutMs: number = SLACK_CALL_TIMEOUT_MS): FetchFunction {
   const pool = boundedPool(CONNECTIONS_PER_ORIGIN, timeoutMs);
@@ -73,6 +65,6 @@ export function createSlackFetch(timeoutMs: number = SLACK_CALL_TIMEOUT_MS): Fet
     });
     const bytes = Buffer.from(await answer.body.arrayBuffer());
     // No redirect is followed (the WebClient asks for none): a 3xx is answered as it came.
-    return new BufferedResponse(href, answer.statusCode, "", headersOf(answer.headers), bytes);
+    return new BufferedResponse(href, answer.statusCode, "", headersFromReceived(answer.headers), bytes);
   };
 }

@@ -7,6 +7,7 @@
 // and timeout bound the call.
 import { request, Agent, type Dispatcher } from "undici";
 import type { FetchLike } from "./retry-after-cap.js";
+import { headersFromReceived } from "../../shared/received-headers.js";
 
 /** What the openai client reads of a response: status, headers, and the body as a stream or whole. */
 class ModelResponse {
@@ -37,15 +38,6 @@ class ModelResponse {
   }
 }
 
-function headersOf(received: Record<string, string | string[] | undefined>): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(received)) {
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-    else if (value !== undefined) headers.append(name, value);
-  }
-  return headers;
-}
-
 function plainHeaders(init: HeadersInit | undefined): Record<string, string> {
   return Object.fromEntries(new Headers(init).entries());
 }
@@ -69,6 +61,6 @@ export function createModelFetch(): FetchLike {
       dispatcher: pool,
     });
     // The client reads only what a Response has that this one has too (see ModelResponse).
-    return new ModelResponse(url, answer.statusCode, headersOf(answer.headers), answer.body) as unknown as Response;
+    return new ModelResponse(url, answer.statusCode, headersFromReceived(answer.headers), answer.body) as unknown as Response;
   };
 }
