@@ -76,16 +76,24 @@ function stagesOf(counted: QueryCounter): Record<string, StageCounts> {
 
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 200));
 
+/**
+ * The stages of one counted message on a fresh gateway, after three warm-up messages have opened
+ * the pools' connections, prepared their statements and seated the session.
+ */
+async function countedStages(send: (url: string, i: number | "counted") => Promise<void>): Promise<Record<string, StageCounts>> {
+  const { url, counter: counted } = await startCounted();
+  for (let i = 0; i < 3; i++) await send(url, i);
+  await settle();
+  counted.reset();
+  await send(url, "counted");
+  await settle();
+  return stagesOf(counted);
+}
+
 describe("one message's path on PostgreSQL", () => {
   it("an API message: ingress, admission with its reads and the input stored, the reply's fenced flush and the release in 7 statements and 4 round trips", async () => {
-    const { url, counter: counted } = await startCounted();
-    // Earlier messages open the pools' connections, prepare their statements and seat the session.
-    for (let i = 0; i < 3; i++) await ask(url, "s1", `warm ${i}`);
-    await settle();
-    counted.reset();
-    await ask(url, "s1", "counted");
-    await settle();
-    expect(stagesOf(counted)).toEqual({
+    const stages = await countedStages((url, i) => (i === "counted" ? ask(url, "s1", "counted") : ask(url, "s1", `warm ${i}`)));
+    expect(stages).toEqual({
       recordInboundBatch: { statements: 1, roundTrips: 1, commits: 1 },
       // The acquire (a commit) and the transcript's read, then the tip and the pending head with the input stored under the lease (a commit).
       acquireSessionTurnLease: { statements: 3, roundTrips: 1, commits: 2 },
@@ -95,13 +103,8 @@ describe("one message's path on PostgreSQL", () => {
   });
 
   it("a new session's first API message: its row created with the input at admission, 10 statements and 6 round trips", async () => {
-    const { url, counter: counted } = await startCounted();
-    for (let i = 0; i < 3; i++) await ask(url, `warm-${i}`, `warm ${i}`);
-    await settle();
-    counted.reset();
-    await ask(url, "fresh", "counted");
-    await settle();
-    expect(stagesOf(counted)).toEqual({
+    const stages = await countedStages((url, i) => (i === "counted" ? ask(url, "fresh", "counted") : ask(url, `warm-${i}`, `warm ${i}`)));
+    expect(stages).toEqual({
       // The ingress's read of its conversation (the lease's own is the admission's first statement): an id without a row is read each time.
       conversationIdOf: { statements: 1, roundTrips: 1, commits: 0 },
       recordInboundBatch: { statements: 1, roundTrips: 1, commits: 1 },
@@ -112,13 +115,7 @@ describe("one message's path on PostgreSQL", () => {
   });
 
   it("a webhook message answered by a callback adds its delivery's mark: one statement, one round trip", async () => {
-    const { url, counter: counted } = await startCounted();
-    for (let i = 0; i < 3; i++) await hook(url, `warm-${i}`, `warm hook ${i}`);
-    await settle();
-    counted.reset();
-    await hook(url, "counted", "counted hook");
-    await settle();
-    const stages = stagesOf(counted);
+    const stages = await countedStages((url, i) => (i === "counted" ? hook(url, "counted", "counted hook") : hook(url, `warm-${i}`, `warm hook ${i}`)));
     expect(stages.markDeliverySent).toEqual({ statements: 1, roundTrips: 1, commits: 1 });
     const total = Object.values(stages).reduce((sum, stage) => ({ statements: sum.statements + stage.statements, roundTrips: sum.roundTrips + stage.roundTrips, commits: sum.commits + stage.commits }));
     // The ingress places the row under its key's live session in its one statement.
