@@ -2,6 +2,7 @@
 // environment and the YAML file, with the adapters' and clients' sections beside them.
 import type { McpServerConfig } from "../agent/tools/mcp/config.js";
 import type { MediaSettings } from "./media.js";
+import type { AccessConfig } from "./access.js";
 
 export const BUSY_MODES = ["queue", "interrupt", "collect", "steer"] as const;
 export type BusyMode = (typeof BUSY_MODES)[number];
@@ -31,6 +32,8 @@ export interface CoreConfig {
   turnReplyTimeoutMs: number;
   /** MCP tool servers by name; their tools are offered to turns beside the built-in ones. */
   mcpServers: Record<string, McpServerConfig>;
+  /** Who may talk to the bot on the chat platforms (access.ts). */
+  access: AccessConfig;
 }
 
 export function busyModeFor(config: Pick<CoreConfig, "busyModes" | "defaultBusyMode">, platform: string): BusyMode {

@@ -16,6 +16,7 @@ import { turnJobData, turnJobId, untilReady, withTimeout, type GatewayQueues, ty
 import { payloadOf } from "./inbox-payload.js";
 import { ANNOUNCER_FIELD, announceQueued, queuedNoticeOf } from "./queued-notices.js";
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
+import type { AccessPolicy, Refusal } from "./access.js";
 import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
@@ -30,6 +31,8 @@ export interface IngressDeps {
   sendingPlatforms: () => Set<string>;
   /** Enqueue delivery jobs for a session's unsent deliveries. */
   dispatchDeliveries: (sessionId: string) => Promise<void>;
+  /** Who may talk to the bot on the chat platforms (access.ts); absent: everyone. */
+  access?: AccessPolicy;
 }
 
 const ENQUEUE_TIMEOUT_MS = 1500;
@@ -83,6 +86,8 @@ export class Ingress implements GatewayIngress {
       logger.warn({ platform: message.platform, platformMessageId: message.platformMessageId, reason: problem }, "inbound message rejected");
       return { status: "rejected", reason: problem };
     }
+    const refusal = (await this.deps.access?.refusal(message)) ?? null;
+    if (refusal) return this.refuse(message, refusal);
     const command = parseCommand(message.text);
     if (command) return this.runCommand(command.name, message, await this.conversationIdFor(message));
 
@@ -282,6 +287,23 @@ export class Ingress implements GatewayIngress {
       reason,
     );
     return { status: "rejected", reason };
+  }
+
+  /** A message the access policy refused: recorded as rejected; a new pairing code is sent to the sender. */
+  private async refuse(message: InboundMessage, refusal: Refusal): Promise<AcceptResult> {
+    const { store, metrics, logger } = this.deps;
+    metrics.inbound.inc({ platform: message.platform, result: "rejected" });
+    logger.info({ platform: message.platform, platformMessageId: message.platformMessageId, reason: refusal.reason }, "inbound message refused by the access policy");
+    const conversationId = await this.conversationIdFor(message);
+    const row = await store.recordRejected(
+      { platform: message.platform, platformMessageId: message.platformMessageId, sessionId: conversationId, payload: payloadOf(message), receivedAt: message.receivedAt / 1000 },
+      refusal.reason,
+    );
+    if (refusal.notice && message.replyTarget && this.deps.sendingPlatforms().has(message.platform)) {
+      await store.createDeliveries([{ platform: message.platform, sessionId: conversationId, target: message.replyTarget, text: refusal.notice, inboxId: row.id }]);
+      await this.deps.dispatchDeliveries(conversationId).catch(() => undefined);
+    }
+    return { status: "rejected", reason: refusal.reason };
   }
 
   async recordDeliveryReceipt(platform: string, platformMessageId: string, receipt: DeliveryReceipt): Promise<boolean> {

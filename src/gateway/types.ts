@@ -63,6 +63,8 @@ export interface InboundMessage {
   chatId: string | null;
   threadId: string | null;
   userId: string | null;
+  /** The Slack team or Discord guild the message came from (the access policy's `team:` / `guild:` subjects). */
+  workspaceId?: string | null;
   text: string;
   /** Files to download when the turn takes the message (platform messages). */
   attachments?: MediaRef[];

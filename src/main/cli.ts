@@ -1,13 +1,17 @@
 // switchboard serve [--no-workers] | switchboard worker | switchboard migrate-store …
-import { ConfigError, loadConfig } from "./config.js";
+import type { Logger } from "pino";
+import { adapterEnabled } from "../adapters/config-sections.js";
+import { OPEN_TO_ANYONE } from "../gateway/access.js";
+import { ConfigError, loadConfig, type GatewayConfig } from "./config.js";
 import { RedisBinaryMissingError } from "../bus/embedded-redis.js";
 import { createLogger } from "../gateway/logger.js";
 import { startGateway, VERSION } from "./server.js";
 import { startThreadedGateway } from "./threaded-serve.js";
 
-/** The help text. It ends with migrate-store's, whose module (with the pg client) only that command and this text load. */
+/** The help text. It ends with migrate-store's and pairing's, whose modules (the pg client with the first) only those commands and this text load. */
 async function usage(): Promise<string> {
   const { MIGRATE_STORE_USAGE } = await import("./migrate-store-command.js");
+  const { PAIRING_USAGE } = await import("./pairing-command.js");
   return `switchboard ${VERSION}
 
 Usage:
@@ -15,11 +19,33 @@ Usage:
                                      in a thread of their own, or inline with WORKERS_LAYOUT=inline)
   switchboard worker                 workers only
   switchboard migrate-store …        copy an SQLite store into PostgreSQL (see below)
+  switchboard pairing …              approve strangers when ACCESS_MODE=pairing (see below)
   switchboard --help
 
 Configuration: environment variables (see README) and an optional YAML file in SWITCHBOARD_CONFIG.
 
-${MIGRATE_STORE_USAGE}`;
+${MIGRATE_STORE_USAGE}
+
+${PAIRING_USAGE}`;
+}
+
+/** A command that reads the configuration: a bad one is a usage error (2) with the key named. */
+async function runCommandWithConfig(run: () => Promise<number>): Promise<number> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`configuration error: ${err.message}`);
+    return 2;
+  }
+}
+
+/** A platform anyone can message, with no access policy: every stranger's message costs model calls. */
+function warnIfOpenToAnyone(config: GatewayConfig, logger: Logger): void {
+  if (config.access.mode !== "open") return;
+  const open = OPEN_TO_ANYONE.filter((platform) => adapterEnabled[platform as keyof typeof adapterEnabled]?.(config));
+  if (open.length === 0) return;
+  logger.warn({ platforms: open }, "ACCESS_MODE is open: anyone who finds the bot on these platforms can talk to it (set ACCESS_MODE=allowlist or pairing)");
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -29,6 +55,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "migrate-store") return (await import("./migrate-store-command.js")).runMigrateStore(flags, process.env);
+  if (command === "pairing") return runCommandWithConfig(() => import("./pairing-command.js").then((m) => m.runPairing(flags, process.env)));
   if (command !== "serve" && command !== "worker") {
     console.error(`unknown command: ${command}\n\n${await usage()}`);
     return 2;
@@ -49,6 +76,7 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  warnIfOpenToAnyone(config, logger);
   const http = command === "serve";
   const workers = command === "worker" || !flags.includes("--no-workers");
   let gateway: { url: string | null; stop(): Promise<void> };

@@ -19,6 +19,7 @@ import {
 } from "../shared/config-section.js";
 import { DEFAULT_MEDIA_SETTINGS } from "../gateway/media.js";
 import { DEFAULT_POOL_SIZE } from "../state/store-options.js";
+import { accessConfigSection } from "../gateway/access-config.js";
 
 export { ConfigError };
 
@@ -108,6 +109,7 @@ const fileSchema = z.object({
     max_connections_per_ip: intFrom(1).optional(),
   }).strict().optional(),
   mcp_servers: mcpConfigSection.schema.optional(),
+  access: accessConfigSection.schema.optional(),
 }).strict();
 
 type AdapterSettings = SectionSettings<typeof adapterConfigSections>;
@@ -225,6 +227,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     logLevel: envValue(env, "LOG_LEVEL", z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])) ?? file.log_level ?? "info",
     ...adapters,
     mcpServers: mcpConfigSection.load(env, file.mcp_servers),
+    access: accessConfigSection.load(env, file.access),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,

@@ -21,6 +21,7 @@ import { redisOptionsFromUrl } from "../bus/redis-url.js";
 import { RedisSingletonLocks } from "../bus/singleton-lock.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { DeliveryDispatcher, type DeliveryDeps } from "../gateway/delivery-worker.js";
+import { AccessPolicy } from "../gateway/access.js";
 import { Ingress } from "../gateway/ingress.js";
 import type { GatewayMetrics } from "../gateway/metrics.js";
 import { createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
@@ -193,6 +194,7 @@ export function buildIngress(parts: IngressInputs): GatewayCore {
   const ingress = new Ingress({
     config, store, queues, events, interrupts, metrics, logger, sendingPlatforms: platforms.sending,
     dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
+    ...(config.access.mode !== "open" || config.access.deny.length > 0 ? { access: new AccessPolicy(config.access, store) } : {}),
   });
   return { ...parts, deliveries, dispatcher, ingress };
 }

@@ -11,6 +11,7 @@ import { protectedAccess } from "../clients/protected-access.js";
 import { healthRouter } from "../clients/health.js";
 import { createApiServerRouter, chatCompletionsRoute, type ApiServerDeps } from "../clients/openai/index.js";
 import { sessionsRouter } from "../clients/sessions-api.js";
+import { pairingRouter } from "../clients/pairing-api.js";
 import { adminRouter } from "../clients/admin.js";
 import { consoleRouter } from "../clients/console.js";
 import { acceptSend, attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
@@ -59,6 +60,7 @@ function buildExpressApp(core: GatewayCore, options: GatewayOptions, mcp: McpSer
     protectedRoutes: [
       createApiServerRouter(apiDeps(core)),
       sessionsRouter(store, ingress, config.bodyLimitBytes),
+      pairingRouter(store),
       adminRouter(queues),
     ],
     consoleRoutes: [consoleRouter({ apiKeyRequired: config.apiKey !== null })],

@@ -42,6 +42,7 @@ export const HTTP_ERRORS = {
   session_not_found: { status: 404, message: "no such session" },
   attachment_not_found: { status: 404, message: "no such attachment" },
   model_not_found: { status: 404, message: "no such model" },
+  pairing_not_found: { status: 404, message: "no live pairing code or approved user of that name" },
   image_too_large: { status: 413, message: "an image is larger than allowed" },
   invalid_image: { status: 400, message: "not a PNG, JPEG, GIF or WebP image" },
   invalid_image_url: { status: 400, message: "this image URL is not fetched" },

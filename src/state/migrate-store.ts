@@ -1,4 +1,4 @@
-// Moves an SQLite deployment to PostgreSQL: every session, message, inbox row and delivery is
+// Moves an SQLite deployment to PostgreSQL: every session, message, inbox row, delivery and pairing is
 // copied with its id, in id order, into an empty schema, in one PostgreSQL transaction; then each
 // identity sequence is set past the copied ids so new rows get fresh ones. Leases are not copied:
 // the copy refuses while any lease is live (a gateway still running on the file would keep
@@ -24,7 +24,7 @@ export interface MigrateStoreInput {
   schema: string;
 }
 
-export type CopiedCounts = Record<"sessions" | "messages" | "inbox" | "deliveries", number>;
+export type CopiedCounts = Record<"sessions" | "messages" | "inbox" | "deliveries" | "pairings", number>;
 
 interface TableCopy {
   table: keyof CopiedCounts;
@@ -42,6 +42,7 @@ interface TableCopy {
 const SESSION_COLUMNS = ["id", "source", "session_key", "chat_id", "thread_id", "user_id", "parent_session_id", "started_at", "ended_at", "end_reason", "title", "model"];
 const MESSAGE_COLUMNS = ["id", "session_id", "role", "content", "api_content", "tool_calls", "tool_call_id", "tool_name", "timestamp", "platform_message_id", "display_kind", "display_metadata", "finish_reason"];
 const INBOX_COLUMNS = ["id", "platform", "platform_message_id", "session_id", "payload", "status", "received_at", "enqueued_at", "completed_at", "reply", "reason"];
+const PAIRING_COLUMNS = ["id", "code", "platform", "user_id", "created_at", "expires_at", "approved_at", "approved_by"];
 const DELIVERY_COLUMNS = ["id", "platform", "session_id", "inbox_id", "target", "text", "status", "attempts", "possible_duplicate", "platform_message_id", "last_error", "created_at", "updated_at", "display_metadata"];
 
 // Parents before children: messages reference sessions, deliveries reference inbox rows.
@@ -63,6 +64,7 @@ const TABLES: TableCopy[] = [
     convert: (row) => ({ ...row, possible_duplicate: row.possible_duplicate === 1 }),
     identity: "id",
   },
+  { table: "pairings", columns: PAIRING_COLUMNS, select: `SELECT ${PAIRING_COLUMNS.join(", ")} FROM pairings ORDER BY id`, identity: "id" },
 ];
 
 /** Rows per INSERT: well under PostgreSQL's 65535 parameters for the widest table. */
@@ -148,7 +150,7 @@ export async function migrateSqliteToPostgres(input: MigrateStoreInput): Promise
             `schema ${quoteSchema(schema)} already holds rows (${present.join(", ")}): migrate into a new or empty schema`,
           );
         }
-        const counts: CopiedCounts = { sessions: 0, messages: 0, inbox: 0, deliveries: 0 };
+        const counts: CopiedCounts = { sessions: 0, messages: 0, inbox: 0, deliveries: 0, pairings: 0 };
         for (const copy of TABLES) counts[copy.table] = await copyTable(db, client, copy);
         return counts;
       });

@@ -137,6 +137,23 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX inbox_session_pending ON inbox (session_id, id) WHERE status = 'pending';
     `,
   },
+  {
+    // The access policy's pairings: a stranger's one-time code, and the operator's approval of it.
+    version: 5,
+    sql: `
+      CREATE TABLE pairings (
+        id INTEGER PRIMARY KEY,
+        code TEXT NOT NULL UNIQUE,
+        platform TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        approved_at REAL,
+        approved_by TEXT
+      );
+      CREATE INDEX pairings_user ON pairings (platform, user_id);
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

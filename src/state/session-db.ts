@@ -4,6 +4,7 @@
 // (write-gate.ts), so this process's threads take turns instead of colliding. Lease/fence SQL lives in lease.ts.
 import type { Database } from "better-sqlite3";
 import { AttachmentSql } from "./attachments.js";
+import { PairingSql } from "./pairings.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
 import { toMessageRow, transcriptFromRows } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
@@ -40,6 +41,7 @@ import type {
   WakeUpView,
   LeaseAcquireOptions,
   MessageRow,
+  PairingRow,
   SessionRow,
   SessionStore,
   SessionSummary,
@@ -98,6 +100,7 @@ export class SessionDB implements SessionStore {
   private readonly inbox: InboxSql;
   private readonly deliveries: DeliverySql;
   private readonly attachments: AttachmentSql;
+  private readonly pairings: PairingSql;
   private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
@@ -147,6 +150,7 @@ export class SessionDB implements SessionStore {
     this.inbox = new InboxSql(this.db);
     this.deliveries = new DeliverySql(this.db);
     this.attachments = new AttachmentSql(this.db);
+    this.pairings = new PairingSql(this.db);
 
     // TranscriptStore
     const flush = this.db.transaction((sessionId: string, messages: ConversationMessage[], batch: AppendBatchOptions): FlushResult => {
@@ -545,6 +549,28 @@ export class SessionDB implements SessionStore {
 
   async getAttachment(id: number): Promise<StoredAttachment | null> {
     return this.run(() => this.attachments.get(id));
+  }
+
+  // ---- AccessStore ----
+
+  async pairingCodeFor(platform: string, userId: string, code: string, ttlSeconds: number): Promise<{ code: string; fresh: boolean }> {
+    return this.write(() => this.pairings.codeFor(platform, userId, code, ttlSeconds, this.clock()), ATOMIC);
+  }
+
+  async approvePairing(code: string, approvedBy: string): Promise<PairingRow | null> {
+    return this.write(() => this.pairings.approveCode(code, approvedBy, this.clock()), ATOMIC);
+  }
+
+  async isPaired(platform: string, userId: string): Promise<boolean> {
+    return this.run(() => this.pairings.isPaired(platform, userId));
+  }
+
+  async listPairings(limit: number): Promise<PairingRow[]> {
+    return this.run(() => this.pairings.listLive(limit, this.clock()));
+  }
+
+  async revokePairing(platform: string, userId: string): Promise<boolean> {
+    return this.write(() => this.pairings.revoke(platform, userId));
   }
 
   // ---- StoreLifecycle ----

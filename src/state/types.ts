@@ -1,5 +1,6 @@
 // The shapes of durable state, and the one async interface the agent and the gateway use (the
 // intersection of its parts in store-parts/). Nothing here knows about a platform, HTTP or Redis.
+import type { AccessStore } from "./store-parts/access-store.js";
 import type { AttachmentStore } from "./store-parts/attachment-store.js";
 import type { DeliveryStore } from "./store-parts/delivery-store.js";
 import type { InboxStore } from "./store-parts/inbox-store.js";
@@ -7,7 +8,7 @@ import type { LeaseStore } from "./store-parts/lease-store.js";
 import type { StoreLifecycle } from "./store-parts/store-lifecycle.js";
 import type { TranscriptStore } from "./store-parts/transcript-store.js";
 
-export type { AttachmentStore, DeliveryStore, InboxStore, LeaseStore, StoreLifecycle, TranscriptStore };
+export type { AccessStore, AttachmentStore, DeliveryStore, InboxStore, LeaseStore, StoreLifecycle, TranscriptStore };
 
 export type Role = "system" | "user" | "assistant" | "tool";
 
@@ -345,4 +346,16 @@ export interface ClaimDeliveryOptions {
  * The one async interface in front of durable state, as its parts (store-parts/): the agent and the
  * gateway use only these, and SQLite (session-db.ts) and PostgreSQL (postgres/) implement them alike.
  */
-export interface SessionStore extends TranscriptStore, LeaseStore, InboxStore, DeliveryStore, AttachmentStore, StoreLifecycle {}
+/** A pairing of the access policy: a stranger's one-time code, approved or still waiting. */
+export interface PairingRow {
+  code: string;
+  platform: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+  /** Null until an operator approves the code. */
+  approved_at: number | null;
+  approved_by: string | null;
+}
+
+export interface SessionStore extends TranscriptStore, LeaseStore, InboxStore, DeliveryStore, AttachmentStore, AccessStore, StoreLifecycle {}

@@ -1,5 +1,5 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { busyModeFor } from "../../src/gateway/config.js";
 import { ConfigError, loadConfig } from "../../src/main/config.js";
@@ -29,6 +29,30 @@ describe("configuration", () => {
     expect(loadConfig({}).workersLayout).toBe("thread");
     expect(loadConfig({ WORKERS_LAYOUT: "inline" }).workersLayout).toBe("inline");
     expect(() => loadConfig({ WORKERS_LAYOUT: "process" })).toThrow(/^WORKERS_LAYOUT: /);
+  });
+
+  it("loads the YAML example of docs/configuration.md as it is written", () => {
+    const doc = readFileSync(resolve(import.meta.dirname, "..", "..", "docs", "configuration.md"), "utf8");
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? "";
+    expect(yaml).toContain("access:");
+    const temp = makeTempDir("sb-config-doc");
+    try {
+      const file = join(temp.dir, "switchboard.yaml");
+      writeFileSync(file, yaml);
+      const config = loadConfig({ SWITCHBOARD_CONFIG: file });
+      expect(config.access).toMatchObject({ mode: "pairing", deny: ["telegram:666"], admins: ["slack:U0ADMIN"] });
+      expect(config.busyModes).toMatchObject({ slack: "steer" });
+    } finally {
+      temp.cleanup();
+    }
+  });
+
+  it("reads the access policy from ACCESS_* and names a bad subject or mode", () => {
+    expect(loadConfig({}).access).toMatchObject({ mode: "open", allow: [], deny: [], admins: [] });
+    const access = loadConfig({ ACCESS_MODE: "pairing", ACCESS_ALLOW: "telegram:12345, slack:team:T1", ACCESS_ADMINS: "slack:U0123" }).access;
+    expect(access).toMatchObject({ mode: "pairing", allow: ["telegram:12345", "slack:team:T1"], admins: ["slack:U0123"] });
+    expect(() => loadConfig({ ACCESS_MODE: "closed" })).toThrow(/^ACCESS_MODE: /);
+    expect(() => loadConfig({ ACCESS_DENY: "12345" })).toThrow(/^ACCESS_DENY: subjects look like/);
   });
 
   it("names the bad environment variable", () => {

@@ -43,6 +43,8 @@ async function snapshot(store: SessionStore, sessionIds: string[]) {
     unsent: await store.listUnsentDeliveries(),
     pendingInbox: await store.listPendingInbox(),
     inboxCounts: await store.inboxCounts(),
+    pairings: await store.listPairings(100),
+    paired: await store.isPaired("telegram", "7"),
   };
 }
 
@@ -74,6 +76,11 @@ describe("switchboard migrate-store", () => {
       ]);
       await store.createSession("other", { source: "api", sessionKey: "api:x", startedAt: 1008 });
       await store.appendMessage("other", { role: "user", content: "solo", timestamp: 1009 });
+
+      // The access policy's pairings: one approved user, one live code (codes expire in a year).
+      await store.pairingCodeFor("telegram", "7", "AAAA-7777", 365 * 86_400);
+      await store.approvePairing("AAAA-7777", "cli");
+      await store.pairingCodeFor("telegram", "8", "BBBB-8888", 365 * 86_400);
 
       // Inbox rows in several states.
       const done = await store.recordInbound({ platform: "slack", platformMessageId: "p-1", sessionId: "root", payload: { text: "hello" }, receivedAt: 1001 });
@@ -109,6 +116,7 @@ describe("switchboard migrate-store", () => {
     await new Promise((resolve) => setTimeout(resolve, 50)); // the lease above expires
     const sqlite = await openStore({ databaseUrl: null, databaseSchema: "", dbPath: path });
     const before = await snapshot(sqlite, sessionIds);
+    expect(before.pairings.map((row) => row.code)).toEqual(["BBBB-8888", "AAAA-7777"]);
     await sqlite.close();
 
     const schema = uniqueSchema("migrate");

@@ -96,6 +96,7 @@ export function normaliseInteractionCommand(interaction: Interaction, now: numbe
       chatId: channelId,
       threadId,
       userId: user?.id ?? null,
+      workspaceId: guildId,
       text,
       displayKind: "discord_command",
       displayMetadata: {

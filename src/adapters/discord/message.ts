@@ -91,6 +91,7 @@ export function normaliseDiscordMessage(
       chatId: message.channelId,
       threadId,
       userId: message.author.id,
+      workspaceId: message.guildId,
       text,
       attachments: attachments.length ? attachments : undefined,
       displayKind,

@@ -40,6 +40,7 @@ export function normaliseSlackCommand(form: URLSearchParams, now: number): Slack
     chatId: channel,
     threadId: null,
     userId: user,
+    workspaceId: team,
     text,
     displayKind: "slack_command",
     displayMetadata: {

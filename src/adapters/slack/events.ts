@@ -153,6 +153,7 @@ export function classifySlackEvent(envelope: SlackEnvelope, ctx: SlackEventConte
     chatId: channel,
     threadId: threadTs,
     userId: user,
+    workspaceId: team,
     text,
     attachments: attachments.length ? attachments : undefined,
     displayKind,

@@ -25,6 +25,7 @@ import type {
   InboxStatus,
   LeaseAcquireOptions,
   MessageRow,
+  PairingRow,
   SessionRow,
   SessionStore,
   SessionSummary,
@@ -34,6 +35,7 @@ import type {
   WakeUpView,
 } from "../types.js";
 import { PgAttachmentSql } from "./attachments.js";
+import { PgPairingSql } from "./pairings.js";
 import {
   allInOrder,
   checkSchemaName,
@@ -86,6 +88,7 @@ export class PostgresStore implements SessionStore {
   private readonly inbox = new PgInboxSql();
   private readonly deliveries = new PgDeliverySql();
   private readonly attachments = new PgAttachmentSql();
+  private readonly pairings = new PgPairingSql();
   private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
@@ -540,6 +543,28 @@ export class PostgresStore implements SessionStore {
 
   async getAttachment(id: number): Promise<StoredAttachment | null> {
     return this.run((db) => this.attachments.get(db, id));
+  }
+
+  // ---- AccessStore ----
+
+  async pairingCodeFor(platform: string, userId: string, code: string, ttlSeconds: number): Promise<{ code: string; fresh: boolean }> {
+    return this.transaction((client) => this.pairings.codeFor(client, platform, userId, code, ttlSeconds, this.now()));
+  }
+
+  async approvePairing(code: string, approvedBy: string): Promise<PairingRow | null> {
+    return this.transaction((client) => this.pairings.approveCode(client, code, approvedBy, this.now()));
+  }
+
+  async isPaired(platform: string, userId: string): Promise<boolean> {
+    return this.run((db) => this.pairings.isPaired(db, platform, userId));
+  }
+
+  async listPairings(limit: number): Promise<PairingRow[]> {
+    return this.run((db) => this.pairings.listLive(db, limit, this.now()));
+  }
+
+  async revokePairing(platform: string, userId: string): Promise<boolean> {
+    return this.run((db) => this.pairings.revoke(db, platform, userId));
   }
 
   // ---- StoreLifecycle ----

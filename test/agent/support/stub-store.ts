@@ -120,6 +120,11 @@ export class StubStore implements SessionStore {
   getMessages(): Promise<MessageRow[]> { return notUsed("getMessages"); }
   inboxAttachments(): Promise<StoredAttachment[]> { return notUsed("inboxAttachments"); }
   getAttachment(): Promise<StoredAttachment | null> { return notUsed("getAttachment"); }
+  pairingCodeFor(): Promise<{ code: string; fresh: boolean }> { return notUsed("pairingCodeFor"); }
+  approvePairing(): Promise<null> { return notUsed("approvePairing"); }
+  isPaired(): Promise<boolean> { return notUsed("isPaired"); }
+  listPairings(): Promise<[]> { return notUsed("listPairings"); }
+  revokePairing(): Promise<boolean> { return notUsed("revokePairing"); }
   tryAcquireSessionTurnLease(): Promise<boolean> { return notUsed("tryAcquireSessionTurnLease"); }
   getSessionTurnLease(): Promise<null> { return notUsed("getSessionTurnLease"); }
   close(): Promise<void> { return Promise.resolve(); }
