@@ -291,6 +291,7 @@ describe("Discord gateway messages", () => {
       chatId: "1310000000000000001",
       threadId: null,
       userId: "1400000000000000001",
+      workspaceId: "1300000000000000001",
       text: "can you explain monads simply?",
       attachments: undefined,
       displayKind: "discord_mention",
