@@ -76,6 +76,9 @@ function holdsEveryStoredInput(turn: Turn, inputs: readonly ConversationMessage[
   return underLease.holdsStoredTranscript;
 }
 
+/** A turn that ended before its loop counted anything. */
+const NO_USAGE = { modelCalls: 0, promptTokens: 0, completionTokens: 0, toolCalls: 0 } as const;
+
 export class Agent {
   store: SessionStore | null;
   provider: ModelProvider;
@@ -301,7 +304,7 @@ export class Agent {
     }
     if (endRecords && !turn.endRecordsStored && !turn.leaseLost) {
       // The loop ended without its last flush (it threw, or was replaced): record the outcome.
-      await turn.flush(loop.messages, history, endRecords({ status: outcomeOf(loop), finalResponse: loop.finalResponse }));
+      await turn.flush(loop.messages, history, endRecords({ status: outcomeOf(loop), finalResponse: loop.finalResponse, usage: loop.usage ?? NO_USAGE }));
     }
     return loopTurnResult(turn, loop, endRecords !== null && !turn.endRecordsStored);
   }

@@ -8,7 +8,7 @@ import { nowSeconds, platformIdOf, toModelMessages } from "./messages.js";
 import { LEASE_LOST_NOTICE, MAX_STEPS_NOTICE, PERSISTENCE_FAILURE_NOTICE, PROVIDER_FAILURE_NOTICE } from "./notices.js";
 import { takeSteeredInputs } from "./steering.js";
 import type { Turn } from "./turn.js";
-import type { LoopResult, TurnContext, TurnOutcomeStatus } from "./turn-types.js";
+import type { LoopResult, TurnContext, TurnOutcomeStatus, TurnUsage } from "./turn-types.js";
 import type { CompletionResult, ToolSpec } from "./types.js";
 
 const TOOL_EVENT_PREVIEW_CHARS = 2_000;
@@ -65,6 +65,7 @@ export async function runModelLoop(
   const base = interrupted() ? history : await compactHistory(turn, history, ctx.userMessages);
   const messages: ConversationMessage[] = [...base, ...ctx.userMessages];
   let apiCalls = 0;
+  const usage: TurnUsage = { modelCalls: 0, promptTokens: 0, completionTokens: 0, toolCalls: 0 };
 
   const leaseLost = (): LoopResult => ({
     finalResponse: LEASE_LOST_NOTICE,
@@ -79,7 +80,7 @@ export async function runModelLoop(
   /** The last flush: what is left, plus the gateway's end records for this outcome. */
   const finish = async (status: TurnOutcomeStatus, finalResponse: string, fields: Partial<LoopResult>): Promise<LoopResult> => {
     if (turn.leaseLost) return leaseLost();
-    const endRecords = ctx.endRecords ? ctx.endRecords({ status, finalResponse }) : undefined;
+    const endRecords = ctx.endRecords ? ctx.endRecords({ status, finalResponse, usage: { ...usage } }) : undefined;
     const flushed = await turn.flush(messages, base, endRecords);
     if (flushed.kind === "leaseLost") return leaseLost();
     if (flushed.kind === "failed") {
@@ -94,7 +95,7 @@ export async function runModelLoop(
         interrupted: fields.interrupted,
       };
     }
-    return { finalResponse, messages, apiCalls, ...fields };
+    return { finalResponse, messages, apiCalls, usage: { ...usage }, ...fields };
   };
 
   /** Soft keeps the text streamed so far; hard drops it. */
@@ -141,6 +142,9 @@ export async function runModelLoop(
       const raced = await raceAbort(call, turn.signal);
       if (raced.aborted) return stopMidStream(partial);
       completion = raced.value;
+      usage.modelCalls++;
+      usage.promptTokens += completion.usage?.promptTokens ?? 0;
+      usage.completionTokens += completion.usage?.completionTokens ?? 0;
     } catch (err) {
       if (interrupted() || (isAbortLike(err) && turn.signal.aborted)) return stopMidStream(partial);
       turn.status("warn", PROVIDER_FAILURE_NOTICE);
@@ -180,6 +184,7 @@ export async function runModelLoop(
       timestamp: nowSeconds(),
       finish_reason: completion.finishReason ?? "tool_calls",
     });
+    usage.toolCalls += calls.length;
     await runToolCalls(turn, calls, messages, interrupted);
     if ((await turn.flush(messages, base)).kind === "leaseLost") return leaseLost();
   }

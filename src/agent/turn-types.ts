@@ -75,7 +75,15 @@ export interface AdmittedInput {
 
 export type SteerFn = () => Promise<AdmittedUserInput[]>;
 
-export type EndRecordsFor = (outcome: { status: TurnOutcomeStatus; finalResponse: string }) => TurnEndRecords;
+/** What a turn's model calls used, summed over its steps. */
+export interface TurnUsage {
+  modelCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  toolCalls: number;
+}
+
+export type EndRecordsFor = (outcome: { status: TurnOutcomeStatus; finalResponse: string; usage: TurnUsage }) => TurnEndRecords;
 
 export interface AdmittedInputContext {
   sessionId: string;
@@ -154,6 +162,8 @@ export interface LoopResult {
   failed?: boolean;
   interrupted?: boolean;
   apiCalls?: number;
+  /** The model calls' usage, as far as the provider reported it. */
+  usage?: TurnUsage;
   error?: string | null;
   failureReason?: string | null;
 }

@@ -5,6 +5,14 @@
 export class RedisKeys {
   constructor(readonly prefix: string) {}
 
+  /**
+   * A usage-limit counter or notice mark: `what` (msg, tok, notice-msg, notice-tok), the scope
+   * (user, conversation) and its id, and the time window (a minute or a UTC day number).
+   */
+  usageLimit(what: string, scope: string, id: string, window: number): string {
+    return `${this.prefix}:limits:${what}:${scope}:${window}:${id}`;
+  }
+
   /** A session's event stream (its stream ids are the event ids). */
   eventStream(sessionId: string): string {
     return `${this.prefix}:events:${sessionId}`;

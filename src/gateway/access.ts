@@ -10,6 +10,7 @@
 import { randomInt } from "node:crypto";
 import type { SessionStore } from "../state/types.js";
 import type { InboundMessage } from "./types.js";
+import type { LimitReason } from "./usage-limits.js";
 
 export const ACCESS_MODES = ["open", "allowlist", "pairing"] as const;
 export type AccessMode = (typeof ACCESS_MODES)[number];
@@ -47,8 +48,9 @@ const CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 
 export type AccessReason = "access_denied" | "not_allowed" | "pairing_required";
 
+/** Why a message was refused before any turn (the access policy's or the usage limits' reason), and what to tell its sender. */
 export interface Refusal {
-  reason: AccessReason;
+  reason: AccessReason | LimitReason;
   /** Text to send the sender (a new pairing code), or null: say nothing. */
   notice: string | null;
 }

@@ -3,6 +3,7 @@
 import type { McpServerConfig } from "../agent/tools/mcp/config.js";
 import type { MediaSettings } from "./media.js";
 import type { AccessConfig } from "./access.js";
+import type { LimitsConfig } from "./usage-limits.js";
 
 export const BUSY_MODES = ["queue", "interrupt", "collect", "steer"] as const;
 export type BusyMode = (typeof BUSY_MODES)[number];
@@ -34,6 +35,8 @@ export interface CoreConfig {
   mcpServers: Record<string, McpServerConfig>;
   /** Who may talk to the bot on the chat platforms (access.ts). */
   access: AccessConfig;
+  /** Messages a minute and tokens a day per chat user and conversation (usage-limits.ts). */
+  limits: LimitsConfig;
 }
 
 export function busyModeFor(config: Pick<CoreConfig, "busyModes" | "defaultBusyMode">, platform: string): BusyMode {

@@ -17,6 +17,7 @@ import { payloadOf } from "./inbox-payload.js";
 import { ANNOUNCER_FIELD, announceQueued, queuedNoticeOf } from "./queued-notices.js";
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
 import type { AccessPolicy, Refusal } from "./access.js";
+import type { UsageLimits } from "./usage-limits.js";
 import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
@@ -33,6 +34,8 @@ export interface IngressDeps {
   dispatchDeliveries: (sessionId: string) => Promise<void>;
   /** Who may talk to the bot on the chat platforms (access.ts); absent: everyone. */
   access?: AccessPolicy;
+  /** Messages a minute and tokens a day per chat user and conversation (usage-limits.ts); absent: none. */
+  limits?: UsageLimits;
 }
 
 const ENQUEUE_TIMEOUT_MS = 1500;
@@ -86,7 +89,8 @@ export class Ingress implements GatewayIngress {
       logger.warn({ platform: message.platform, platformMessageId: message.platformMessageId, reason: problem }, "inbound message rejected");
       return { status: "rejected", reason: problem };
     }
-    const refusal = (await this.deps.access?.refusal(message)) ?? null;
+    // Who may talk first, then how much: a stranger's messages count towards no limit.
+    const refusal = (await this.deps.access?.refusal(message)) ?? (await this.limitRefusal(message));
     if (refusal) return this.refuse(message, refusal);
     const command = parseCommand(message.text);
     if (command) return this.runCommand(command.name, message, await this.conversationIdFor(message));
@@ -289,11 +293,23 @@ export class Ingress implements GatewayIngress {
     return { status: "rejected", reason };
   }
 
-  /** A message the access policy refused: recorded as rejected; a new pairing code is sent to the sender. */
+  /** Over a usage limit? Counted in Redis; with Redis unreachable the message goes on (limits never lose a message). */
+  private async limitRefusal(message: InboundMessage): Promise<Refusal | null> {
+    const limits = this.deps.limits;
+    if (!limits) return null;
+    try {
+      return await withTimeout(limits.refusal(message), ENQUEUE_TIMEOUT_MS, "usage limits");
+    } catch (err) {
+      this.deps.logger.warn({ err: (err as Error).message }, "usage limits not checked (Redis unavailable); the message goes on");
+      return null;
+    }
+  }
+
+  /** A message the access policy or a usage limit refused: recorded as rejected; a new pairing code is sent to the sender. */
   private async refuse(message: InboundMessage, refusal: Refusal): Promise<AcceptResult> {
     const { store, metrics, logger } = this.deps;
     metrics.inbound.inc({ platform: message.platform, result: "rejected" });
-    logger.info({ platform: message.platform, platformMessageId: message.platformMessageId, reason: refusal.reason }, "inbound message refused by the access policy");
+    logger.info({ platform: message.platform, platformMessageId: message.platformMessageId, reason: refusal.reason }, "inbound message refused before its turn");
     const conversationId = await this.conversationIdFor(message);
     const row = await store.recordRejected(
       { platform: message.platform, platformMessageId: message.platformMessageId, sessionId: conversationId, payload: payloadOf(message), receivedAt: message.receivedAt / 1000 },

@@ -12,6 +12,7 @@ export interface GatewayMetrics {
   inbound: Counter<"platform" | "result">;
   acceptSeconds: Histogram<"platform">;
   ackSeconds: Histogram<"route">;
+  modelTokens: Counter<"platform" | "model" | "kind">;
   turns: Counter<"platform" | "outcome">;
   turnSeconds: Histogram<"platform">;
   leaseWaits: Counter;
@@ -76,6 +77,7 @@ export function createMetrics(role: EventLoopRole): GatewayMetrics {
       buckets: ACK_BUCKETS,
       registers: [registry],
     }),
+    modelTokens: new Counter({ name: "switchboard_model_tokens_total", help: "Model tokens of stored turns, by platform, model and kind (prompt, completion)", labelNames: ["platform", "model", "kind"], registers: [registry] }),
     turns: new Counter({ name: "switchboard_turns_total", help: "Agent turns by outcome", labelNames: ["platform", "outcome"], registers: [registry] }),
     turnSeconds: new Histogram({ name: "switchboard_turn_duration_seconds", help: "Turn latency from admission to completion", labelNames: ["platform"], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [registry] }),
     leaseWaits: new Counter({ name: "switchboard_lease_waits_total", help: "Turns that had to wait for another holder of the session lease", registers: [registry] }),

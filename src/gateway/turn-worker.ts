@@ -4,9 +4,9 @@
 import { Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnResult } from "../agent/index.js";
+import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnResult, type TurnUsage } from "../agent/index.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
-import type { CreateSessionInput, DeliveryInsert, InboxRow, SessionStore, TurnEndRecords } from "../state/types.js";
+import type { CreateSessionInput, DeliveryInsert, InboxRow, SessionStore, TurnEndRecords, UsageInsert } from "../state/types.js";
 import { isEphemeralKind, type EventPublisher, type InterruptRequest } from "../bus/types.js";
 import { busyModeFor, type BusyMode, type CoreConfig } from "./config.js";
 import type { DeliveryToSend } from "./delivery-worker.js";
@@ -66,6 +66,8 @@ export interface TurnWorkerDeps {
    * answers the requests waiting on them from memory, without reading their rows back.
    */
   onOutcomes?: (outcomes: TurnOutcome[]) => void;
+  /** Each stored turn's usage, with its conversation's routing key (the usage limits count its tokens). */
+  onUsage?: (usage: UsageInsert, conversationKey: string) => void;
 }
 
 /** How long the lease waits for the turn's events to reach Redis (an outage must not hold it). */
@@ -94,6 +96,9 @@ interface TurnState {
   completion: { rows: InboxRow[]; status: TurnOutcome["status"]; reply: string } | null;
   /** The ledger rows those end records insert, in order. */
   deliveries: DeliveryInsert[];
+  /** The usage those end records store, and the routing key of the conversation it counts towards. */
+  usage?: UsageInsert;
+  conversationKey?: string;
 }
 
 interface RunningTurn {
@@ -406,10 +411,14 @@ export class TurnWorkers {
     if (!sessionRowKnown) await this.ensureSessionRow(sessionId, head[0]);
     return {
       messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
-      endRecords: ({ status, finalResponse }) => {
+      endRecords: ({ status, finalResponse, usage }) => {
         state.completion = { rows: [...answered], status, reply: finalResponse };
-        const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: streamEnded(state) });
+        const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: streamEnded(state), usage });
         state.deliveries = records.deliveries ?? [];
+        if (records.usage) {
+          state.usage = records.usage;
+          state.conversationKey = inboundOf(replyRow).sessionKey;
+        }
         return records;
       },
       ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
@@ -486,12 +495,21 @@ export class TurnWorkers {
       logger.warn({ inboxIds: state.inboxIds, reason: result.failureReason }, "turn ended without recording its outcome; retrying");
       throw new Error(`turn for inbox ${state.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);
     }
+    if (result.endRecordsStored && state.usage) this.countUsage(state.usage, state.conversationKey ?? state.usage.sessionId);
     if (state.stream) await this.finishStream(state.stream, result.deliveryIds);
     if (result.deliveryIds.length > 0) {
       // By id: after a compaction the rows belong to the tip, not to the conversation id. After the
       // stream closed, so the final text is its last word (an edit of its message, or one post).
       await this.deps.dispatchDeliveries(deliveriesToSend(result.deliveryIds, state.deliveries)).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
+  }
+
+  /** A stored turn's tokens: in /metrics (per platform and model), and towards its user's and conversation's limits. */
+  private countUsage(usage: UsageInsert, conversationKey: string): void {
+    const { metrics } = this.deps;
+    metrics.modelTokens.inc({ platform: usage.platform, model: usage.model, kind: "prompt" }, usage.promptTokens);
+    metrics.modelTokens.inc({ platform: usage.platform, model: usage.model, kind: "completion" }, usage.completionTokens);
+    this.deps.onUsage?.(usage, conversationKey);
   }
 
   /**
@@ -520,13 +538,17 @@ export class TurnWorkers {
     sessionId: string,
     status: "done" | "failed" | "interrupted",
     finalResponse: string,
-    { claimed }: { claimed: boolean },
+    { claimed, usage }: { claimed: boolean; usage: TurnUsage },
   ): TurnEndRecords {
     const inbound = inboundOf(replyRow);
     const sends = this.deps.sendingPlatforms().has(replyRow.platform) && inbound.replyTarget && finalResponse;
     return {
       completeInbox: { ids: answered.map((r) => r.id), reply: finalResponse, status },
       deliveries: sends ? [{ platform: replyRow.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: replyRow.id, claimed }] : [],
+      // A turn that called no model (a failure before the first call) used nothing worth a row.
+      ...(usage.modelCalls > 0
+        ? { usage: { platform: replyRow.platform, sessionId, userId: inbound.userId, inboxId: replyRow.id, model: this.deps.provider.model, ...usage } }
+        : {}),
     };
   }
 

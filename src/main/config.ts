@@ -20,6 +20,7 @@ import {
 import { DEFAULT_MEDIA_SETTINGS } from "../gateway/media.js";
 import { DEFAULT_POOL_SIZE } from "../state/store-options.js";
 import { accessConfigSection } from "../gateway/access-config.js";
+import { limitsConfigSection } from "../gateway/limits-config.js";
 
 export { ConfigError };
 
@@ -110,6 +111,7 @@ const fileSchema = z.object({
   }).strict().optional(),
   mcp_servers: mcpConfigSection.schema.optional(),
   access: accessConfigSection.schema.optional(),
+  limits: limitsConfigSection.schema.optional(),
 }).strict();
 
 type AdapterSettings = SectionSettings<typeof adapterConfigSections>;
@@ -228,6 +230,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     ...adapters,
     mcpServers: mcpConfigSection.load(env, file.mcp_servers),
     access: accessConfigSection.load(env, file.access),
+    limits: limitsConfigSection.load(env, file.limits),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,

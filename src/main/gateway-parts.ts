@@ -22,6 +22,7 @@ import { RedisSingletonLocks } from "../bus/singleton-lock.js";
 import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { DeliveryDispatcher, type DeliveryDeps } from "../gateway/delivery-worker.js";
 import { AccessPolicy } from "../gateway/access.js";
+import { limitsConfigured, UsageLimits } from "../gateway/usage-limits.js";
 import { Ingress } from "../gateway/ingress.js";
 import type { GatewayMetrics } from "../gateway/metrics.js";
 import { createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
@@ -75,6 +76,8 @@ export interface GatewayCore extends Buses {
   deliveries: DeliveryDeps;
   dispatcher: DeliveryDispatcher;
   ingress: Ingress;
+  /** The usage limits, when any is configured: ingress checks them, the workers count tokens. */
+  limits: UsageLimits | null;
 }
 
 /**
@@ -184,17 +187,19 @@ export async function loadPlatformAdapters(config: GatewayConfig, redis: RedisCo
   return { list, byName, sending: () => new Set(byName.keys()) };
 }
 
-export type IngressInputs = Omit<GatewayCore, "deliveries" | "dispatcher" | "ingress">;
+export type IngressInputs = Omit<GatewayCore, "deliveries" | "dispatcher" | "ingress" | "limits">;
 
 /** Where every message comes in, and the dispatcher that sends a session's unsent replies. */
 export function buildIngress(parts: IngressInputs): GatewayCore {
   const { config, store, queues, events, interrupts, metrics, logger, platforms } = parts;
   const deliveries: DeliveryDeps = { config, store, queues, adapters: platforms.byName, events, metrics, logger, redisOptions: parts.redis.options };
   const dispatcher = new DeliveryDispatcher(deliveries);
+  const limits = limitsConfigured(config.limits) ? new UsageLimits(parts.redis.redis, parts.keys, config.limits) : null;
   const ingress = new Ingress({
     config, store, queues, events, interrupts, metrics, logger, sendingPlatforms: platforms.sending,
     dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
     ...(config.access.mode !== "open" || config.access.deny.length > 0 ? { access: new AccessPolicy(config.access, store) } : {}),
+    ...(limits ? { limits } : {}),
   });
-  return { ...parts, deliveries, dispatcher, ingress };
+  return { ...parts, deliveries, dispatcher, ingress, limits };
 }

@@ -12,6 +12,7 @@ import { healthRouter } from "../clients/health.js";
 import { createApiServerRouter, chatCompletionsRoute, type ApiServerDeps } from "../clients/openai/index.js";
 import { sessionsRouter } from "../clients/sessions-api.js";
 import { pairingRouter } from "../clients/pairing-api.js";
+import { usageRouter } from "../clients/usage-api.js";
 import { adminRouter } from "../clients/admin.js";
 import { consoleRouter } from "../clients/console.js";
 import { acceptSend, attachWebSocketHub, type WebSocketHub } from "../clients/ws/index.js";
@@ -61,6 +62,7 @@ function buildExpressApp(core: GatewayCore, options: GatewayOptions, mcp: McpSer
       createApiServerRouter(apiDeps(core)),
       sessionsRouter(store, ingress, config.bodyLimitBytes),
       pairingRouter(store),
+      usageRouter(store),
       adminRouter(queues),
     ],
     consoleRoutes: [consoleRouter({ apiKeyRequired: config.apiKey !== null })],

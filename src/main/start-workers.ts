@@ -17,6 +17,9 @@ import type { PlatformAdapter } from "../gateway/types.js";
 import type { Cleanups } from "./cleanups.js";
 import type { GatewayCore } from "./gateway-parts.js";
 import type { GatewayOptions } from "./server.js";
+import type { Logger } from "pino";
+import type { UsageLimits } from "../gateway/usage-limits.js";
+import type { UsageInsert } from "../state/types.js";
 
 /**
  * Starts the workers, then the platform connections that feed them; their cleanup stops the
@@ -97,7 +100,15 @@ function createTurnWorkers(core: GatewayCore, options: GatewayOptions, { provide
     // Sent at once under the ledger's claim; the deliveries queue only for retries.
     dispatchDeliveries: (deliveryIds) => dispatcher.deliverNow(deliveryIds),
     onOutcomes: options.http ? (outcomes) => ingress.settleOutcomes(outcomes) : options.onTurnOutcomes,
+    ...(core.limits ? { onUsage: countTokens(core.limits, logger) } : {}),
   });
+}
+
+/** Each stored turn's tokens towards the daily limits; Redis unreachable, they go uncounted (with a warning). */
+function countTokens(limits: UsageLimits, logger: Logger): (usage: UsageInsert, conversationKey: string) => void {
+  return (usage, conversationKey) => {
+    limits.count(usage, conversationKey).catch((err: Error) => logger.warn({ err: err.message, platform: usage.platform }, "tokens not counted towards the usage limits"));
+  };
 }
 
 /** The platform connections (Socket Mode, the Discord bot, the Telegram poller), one after another. */

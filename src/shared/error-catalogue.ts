@@ -37,6 +37,7 @@ export const HTTP_ERRORS = {
   // The API: /v1 and /api
   invalid_body: { status: 400, message: "invalid request body" },
   invalid_limit: { status: 400, message: "limit must be a whole number within the allowed range" },
+  invalid_query: { status: 400, message: "a query parameter is not valid" },
   invalid_session_id: { status: 400, message: "X-Session-Id must be 1-128 characters of letters, digits, '.', '_', ':' and '-'" },
   invalid_idempotency_key: { status: 400, message: "Idempotency-Key must be 1-255 printable ASCII characters" },
   session_not_found: { status: 404, message: "no such session" },

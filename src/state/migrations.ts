@@ -138,7 +138,8 @@ const MIGRATIONS: Migration[] = [
     `,
   },
   {
-    // The access policy's pairings: a stranger's one-time code, and the operator's approval of it.
+    // The access policy's pairings (a stranger's one-time code, and the operator's approval of it),
+    // and each turn's model usage.
     version: 5,
     sql: `
       CREATE TABLE pairings (
@@ -152,6 +153,22 @@ const MIGRATIONS: Migration[] = [
         approved_by TEXT
       );
       CREATE INDEX pairings_user ON pairings (platform, user_id);
+
+      CREATE TABLE turn_usage (
+        id INTEGER PRIMARY KEY,
+        platform TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        user_id TEXT,
+        inbox_id INTEGER,
+        model TEXT NOT NULL,
+        model_calls INTEGER NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        tool_calls INTEGER NOT NULL,
+        created_at REAL NOT NULL
+      );
+      CREATE INDEX turn_usage_user ON turn_usage (platform, user_id, created_at);
+      CREATE INDEX turn_usage_created ON turn_usage (created_at);
     `,
   },
 ];

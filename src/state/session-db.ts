@@ -5,6 +5,7 @@
 import type { Database } from "better-sqlite3";
 import { AttachmentSql } from "./attachments.js";
 import { PairingSql } from "./pairings.js";
+import { UsageSql } from "./usage.js";
 import { isSqliteBusy, retryWhileBusy } from "./busy-retry.js";
 import { toMessageRow, transcriptFromRows } from "./conversation.js";
 import { DeliverySql } from "./deliveries.js";
@@ -42,6 +43,8 @@ import type {
   LeaseAcquireOptions,
   MessageRow,
   PairingRow,
+  UsageFilter,
+  UsageTotals,
   SessionRow,
   SessionStore,
   SessionSummary,
@@ -101,6 +104,7 @@ export class SessionDB implements SessionStore {
   private readonly deliveries: DeliverySql;
   private readonly attachments: AttachmentSql;
   private readonly pairings: PairingSql;
+  private readonly usage: UsageSql;
   private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
@@ -151,6 +155,7 @@ export class SessionDB implements SessionStore {
     this.deliveries = new DeliverySql(this.db);
     this.attachments = new AttachmentSql(this.db);
     this.pairings = new PairingSql(this.db);
+    this.usage = new UsageSql(this.db);
 
     // TranscriptStore
     const flush = this.db.transaction((sessionId: string, messages: ConversationMessage[], batch: AppendBatchOptions): FlushResult => {
@@ -165,6 +170,7 @@ export class SessionDB implements SessionStore {
       const completion = batch.endRecords?.completeInbox;
       if (completion) this.inbox.completeRows(completion.ids, completion.status ?? "done", completion.reply, null, now);
       const deliveryIds = batch.endRecords?.deliveries ? this.deliveries.insertAll(batch.endRecords.deliveries, now) : [];
+      if (batch.endRecords?.usage) this.usage.insert(batch.endRecords.usage, now);
       return { messageIds, deliveryIds };
     });
     this.flushTransaction = (sessionId, messages, batch) => flush.immediate(sessionId, messages, batch);
@@ -571,6 +577,12 @@ export class SessionDB implements SessionStore {
 
   async revokePairing(platform: string, userId: string): Promise<boolean> {
     return this.write(() => this.pairings.revoke(platform, userId));
+  }
+
+  // ---- UsageStore ----
+
+  async usageTotals(filter: UsageFilter): Promise<UsageTotals[]> {
+    return this.run(() => this.usage.sum(filter));
   }
 
   // ---- StoreLifecycle ----

@@ -1,6 +1,7 @@
 // The shapes of durable state, and the one async interface the agent and the gateway use (the
 // intersection of its parts in store-parts/). Nothing here knows about a platform, HTTP or Redis.
 import type { AccessStore } from "./store-parts/access-store.js";
+import type { UsageStore } from "./store-parts/usage-store.js";
 import type { AttachmentStore } from "./store-parts/attachment-store.js";
 import type { DeliveryStore } from "./store-parts/delivery-store.js";
 import type { InboxStore } from "./store-parts/inbox-store.js";
@@ -8,7 +9,7 @@ import type { LeaseStore } from "./store-parts/lease-store.js";
 import type { StoreLifecycle } from "./store-parts/store-lifecycle.js";
 import type { TranscriptStore } from "./store-parts/transcript-store.js";
 
-export type { AccessStore, AttachmentStore, DeliveryStore, InboxStore, LeaseStore, StoreLifecycle, TranscriptStore };
+export type { AccessStore, UsageStore, AttachmentStore, DeliveryStore, InboxStore, LeaseStore, StoreLifecycle, TranscriptStore };
 
 export type Role = "system" | "user" | "assistant" | "tool";
 
@@ -215,6 +216,39 @@ export interface TurnEndRecords {
   completeInbox?: { ids: number[]; reply: string | null; status?: "done" | "failed" | "interrupted" };
   /** Outbound replies to record in the deliveries ledger (pending). */
   deliveries?: DeliveryInsert[];
+  /** What the turn's model calls used, recorded with its outcome. */
+  usage?: UsageInsert;
+}
+
+/** One turn's model usage, as the turn_usage table keeps it. */
+export interface UsageInsert {
+  platform: string;
+  sessionId: string;
+  userId: string | null;
+  /** The inbox row the turn answered (the last of its input). */
+  inboxId: number | null;
+  model: string;
+  modelCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  toolCalls: number;
+}
+
+/** Usage summed per model (GET /api/usage). */
+export interface UsageTotals {
+  model: string;
+  turns: number;
+  model_calls: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  tool_calls: number;
+}
+
+export interface UsageFilter {
+  platform?: string;
+  userId?: string;
+  /** Epoch seconds: turns recorded at or after. */
+  since?: number;
 }
 
 /** What a fenced flush wrote: message row ids in order, and the deliveries its end records created. */
@@ -358,4 +392,4 @@ export interface PairingRow {
   approved_by: string | null;
 }
 
-export interface SessionStore extends TranscriptStore, LeaseStore, InboxStore, DeliveryStore, AttachmentStore, AccessStore, StoreLifecycle {}
+export interface SessionStore extends TranscriptStore, LeaseStore, InboxStore, DeliveryStore, AttachmentStore, AccessStore, UsageStore, StoreLifecycle {}

@@ -69,7 +69,7 @@ describe("the PostgreSQL schema", () => {
   it("is created when missing and migrated to the latest version, each step recorded once", async () => {
     const schema = freshSchema("migrate");
     await open(schema);
-    expect(await tablesIn(schema)).toEqual(["attachments", "deliveries", "inbox", "messages", "pairings", "schema_migrations", "session_turn_leases", "sessions"]);
+    expect(await tablesIn(schema)).toEqual(["attachments", "deliveries", "inbox", "messages", "pairings", "schema_migrations", "session_turn_leases", "sessions", "turn_usage"]);
     const versions = await query<{ version: number }>(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
     expect(versions.map((row) => row.version)).toEqual(Array.from({ length: LATEST_PG_SCHEMA_VERSION }, (_, i) => i + 1));
   });
@@ -82,10 +82,11 @@ describe("the PostgreSQL schema", () => {
     for (const id of ["m1", "m2", "m3"]) ids.push((await first.recordInbound({ platform: "t", platformMessageId: id, sessionId: "s", payload: { text: id }, receivedAt: 1 })).row.id);
     await first.completeInbox([ids[0]], "done", "answered");
     await first.close();
-    // As version 3 left it: every row's (session, status, id) in one index, no pairings.
+    // As version 3 left it: every row's (session, status, id) in one index, no pairings or usage.
     await query(`DROP INDEX "${schema}".inbox_session_pending`);
     await query(`CREATE INDEX inbox_session_status ON "${schema}".inbox (session_id, status, id)`);
     await query(`DROP TABLE "${schema}".pairings`);
+    await query(`DROP TABLE "${schema}".turn_usage`);
     await query(`DELETE FROM "${schema}".schema_migrations WHERE version >= 4`);
     const store = await open(schema);
     expect((await store.pendingInbox("s", 10)).map((row) => row.id)).toEqual([ids[1], ids[2]]);

@@ -56,9 +56,9 @@ describe("opening the SQLite database", () => {
     for (const id of ["m1", "m2", "m3", "m4"]) rows.push((await first.recordInbound({ platform: "t", platformMessageId: id, sessionId: "s1", payload: { text: id }, receivedAt: 1 })).row.id);
     await first.completeInbox([rows[0], rows[2]], "done", "answered");
     await first.close();
-    // As version 3 left it: every row's (session, status, id) in one index, no pairings.
+    // As version 3 left it: every row's (session, status, id) in one index, no pairings or usage.
     const old = new Database(store.path);
-    old.exec("DROP INDEX inbox_session_pending; CREATE INDEX inbox_session_status ON inbox (session_id, status, id); DROP TABLE pairings;");
+    old.exec("DROP INDEX inbox_session_pending; CREATE INDEX inbox_session_status ON inbox (session_id, status, id); DROP TABLE pairings; DROP TABLE turn_usage;");
     old.pragma("user_version = 3");
     old.close();
 

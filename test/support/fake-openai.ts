@@ -134,6 +134,8 @@ export interface FakeOpenAI {
   /** The chat completion requests that passed auth and validation. */
   completionRequests(): RecordedRequest[];
   enqueue(...responses: ScriptedResponse[]): void;
+  /** The usage (prompt_tokens, completion_tokens, total_tokens) the fake reported with each completion, in order. */
+  reportedUsage(): ReadonlyArray<Record<string, number>>;
   setDefault(response: ScriptedResponse): void;
   /** Let responses scripted with `holdUntil: name` finish (now and from then on). */
   release(name: string): void;
@@ -167,6 +169,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions): Promise<FakeO
     stats: state.stats,
     completionRequests: () => state.requests.filter((r) => r.answeredWith !== undefined),
     enqueue: (...responses) => state.queue.push(...responses),
+    reportedUsage: () => state.reportedUsage,
     setDefault: (response) => {
       state.defaultResponse = response;
     },
@@ -183,6 +186,13 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions): Promise<FakeO
 
 class FakeState {
   readonly requests: RecordedRequest[] = [];
+  /** The usage sent with each completion, in order. */
+  readonly reportedUsage: Array<Record<string, number>> = [];
+
+  private reportUsage(usage: Record<string, number>): Record<string, number> {
+    this.reportedUsage.push(usage);
+    return usage;
+  }
   readonly stats: FakeOpenAIStats = { abortedStreams: 0, completedStreams: 0, openStreams: 0 };
   readonly queue: ScriptedResponse[] = [];
   defaultResponse: ScriptedResponse;
@@ -344,7 +354,7 @@ class FakeState {
       if (total) await waitOrClosed(total, res);
       await this.hold(plan.holdUntil, res);
       if (res.destroyed) return;
-      sendJson(res, 200, completionBody(meta, plan, usageFor(request, plan)));
+      sendJson(res, 200, completionBody(meta, plan, this.reportUsage(usageFor(request, plan))));
     }
   }
 
@@ -393,7 +403,7 @@ class FakeState {
     if (res.destroyed) return;
     send({}, plan.finishReason);
     if (includeUsage) {
-      const usage = usageFor(request, plan);
+      const usage = this.reportUsage(usageFor(request, plan));
       res.write(sse({ ...chunkHead(meta), choices: [], usage }));
     }
     res.write("data: [DONE]\n\n");

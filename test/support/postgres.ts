@@ -55,7 +55,7 @@ function maintenancePool(url: string): pg.Pool {
 
 /** Delete every row of a store's tables (identity counters keep counting). */
 export async function emptySchema(url: string, schema: string): Promise<void> {
-  const tables = ["attachments", "deliveries", "inbox", "messages", "pairings", "session_turn_leases", "sessions"];
+  const tables = ["attachments", "deliveries", "inbox", "messages", "pairings", "session_turn_leases", "sessions", "turn_usage"];
   await maintenancePool(url).query(tables.map((table) => `DELETE FROM "${schema}".${table};`).join(" "));
 }
 

@@ -7,9 +7,10 @@ import { TurnLeaseLostError } from "../errors.js";
 import { isHeldByThisProcess, isHolderProvablyDead } from "../holder.js";
 import type { LeaseAttempt } from "../lease-admission.js";
 import { toInboxRow, type StoredInboxRow } from "../inbox.js";
-import type { ConversationMessage, DeliveryInsert, InboxRow, InputUnderLease, StaleLease } from "../types.js";
+import type { ConversationMessage, DeliveryInsert, InboxRow, InputUnderLease, StaleLease, UsageInsert } from "../types.js";
 import { clockSql, prepared, type Queryable } from "./connection.js";
 import { deliveryColumns, insertDeliveriesSql } from "./deliveries.js";
+import { insertUsageSql, usageColumns } from "./usage.js";
 import { completeInboxSql, INBOX_COLUMNS } from "./inbox.js";
 import { insertMessagesSql, messageColumns } from "./messages.js";
 import { TIP_WALK } from "./sessions.js";
@@ -70,7 +71,8 @@ const FENCED_FLUSH = `
   WITH ${FENCE_CTES},
   written_messages AS (${insertMessagesSql(4, `WHERE ${HELD}`)}),
   completed AS (${completeInboxSql(17, HELD)}),
-  written_deliveries AS (${insertDeliveriesSql(22, `WHERE ${HELD}`)})
+  written_deliveries AS (${insertDeliveriesSql(22, `WHERE ${HELD}`)}),
+  written_usage AS (${insertUsageSql(29, "(SELECT now FROM found)", HELD)})
   SELECT found.holder, found.expires_at, found.now,
          ARRAY(SELECT id FROM written_messages ORDER BY id) AS message_ids,
          ARRAY(SELECT id FROM written_deliveries ORDER BY id) AS delivery_ids
@@ -81,6 +83,7 @@ export interface FencedFlush {
   messages: ConversationMessage[];
   completion: { ids: number[]; status: string; reply: string | null } | null;
   deliveries: DeliveryInsert[];
+  usage?: UsageInsert;
 }
 
 export interface FencedFlushRow {
@@ -228,6 +231,7 @@ export class PgLeaseSql {
       null,
       now,
       ...deliveryColumns(flush.deliveries, now),
+      ...usageColumns(flush.usage),
     ]));
     return result.rows[0];
   }

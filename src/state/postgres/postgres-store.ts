@@ -26,6 +26,8 @@ import type {
   LeaseAcquireOptions,
   MessageRow,
   PairingRow,
+  UsageFilter,
+  UsageTotals,
   SessionRow,
   SessionStore,
   SessionSummary,
@@ -36,6 +38,7 @@ import type {
 } from "../types.js";
 import { PgAttachmentSql } from "./attachments.js";
 import { PgPairingSql } from "./pairings.js";
+import { PgUsageSql } from "./usage.js";
 import {
   allInOrder,
   checkSchemaName,
@@ -89,6 +92,7 @@ export class PostgresStore implements SessionStore {
   private readonly deliveries = new PgDeliverySql();
   private readonly attachments = new PgAttachmentSql();
   private readonly pairings = new PgPairingSql();
+  private readonly usage = new PgUsageSql();
   private readonly wakeups: StoreWakeups;
   private readonly pollIntervalMs: number;
   private readonly defaultTtlSeconds: number;
@@ -245,16 +249,18 @@ export class PostgresStore implements SessionStore {
     const holder = options.turnLeaseHolder ?? null;
     const completion = options.endRecords?.completeInbox;
     const deliveries = options.endRecords?.deliveries ?? [];
+    const usage = options.endRecords?.usage;
     const writes = (client: pg.PoolClient) =>
       [
         this.messages.insertAll(client, sessionId, messages, now),
         completion ? this.inbox.completeRows(client, completion.ids, completion.status ?? "done", completion.reply, null, now) : Promise.resolve(),
         this.deliveries.insertAll(client, deliveries, now),
+        usage ? this.usage.insert(client, usage, now) : Promise.resolve(),
       ] as const;
     try {
       const fenceKey = holder === null ? null : await this.conversationIdOf(sessionId);
       if (fenceKey !== null && holder !== null && !messages.some((message) => message.attachments?.length)) {
-        const flush = { sessionId, messages, completion: completion ? { ids: completion.ids, status: completion.status ?? "done", reply: completion.reply } : null, deliveries };
+        const flush = { sessionId, messages, completion: completion ? { ids: completion.ids, status: completion.status ?? "done", reply: completion.reply } : null, deliveries, ...(usage ? { usage } : {}) };
         this.assertOpen();
         const row = await this.flushTrips.run((client) => this.leases.sendFlush(client, fenceKey, holder, flush, now));
         const written = this.leases.flushOutcome(row, fenceKey, holder);
@@ -565,6 +571,12 @@ export class PostgresStore implements SessionStore {
 
   async revokePairing(platform: string, userId: string): Promise<boolean> {
     return this.run((db) => this.pairings.revoke(db, platform, userId));
+  }
+
+  // ---- UsageStore ----
+
+  async usageTotals(filter: UsageFilter): Promise<UsageTotals[]> {
+    return this.run((db) => this.usage.sum(db, filter));
   }
 
   // ---- StoreLifecycle ----

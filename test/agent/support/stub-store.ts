@@ -125,6 +125,7 @@ export class StubStore implements SessionStore {
   isPaired(): Promise<boolean> { return notUsed("isPaired"); }
   listPairings(): Promise<[]> { return notUsed("listPairings"); }
   revokePairing(): Promise<boolean> { return notUsed("revokePairing"); }
+  usageTotals(): Promise<[]> { return notUsed("usageTotals"); }
   tryAcquireSessionTurnLease(): Promise<boolean> { return notUsed("tryAcquireSessionTurnLease"); }
   getSessionTurnLease(): Promise<null> { return notUsed("getSessionTurnLease"); }
   close(): Promise<void> { return Promise.resolve(); }
