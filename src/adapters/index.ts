@@ -54,6 +54,8 @@ export interface AdaptersDeps {
   locks?: SingletonLocks;
   /** Default wait for sync webhook replies. */
   syncTimeoutMs?: number;
+  /** Other bots whose messages are answered (`<platform>:<bot id>`, access `allow_bots`); others' are ignored. */
+  allowedBots?: ReadonlySet<string>;
 }
 
 /** The adapters the config enables (adapterEnabled). A process that should load only those platforms' SDKs uses loadAdapters (load-adapters.ts). */

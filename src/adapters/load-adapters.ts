@@ -7,7 +7,7 @@ import type { AdaptersDeps } from "./index.js";
 
 export async function loadAdapters(config: AdaptersConfig, deps: AdaptersDeps): Promise<PlatformAdapter[]> {
   const adapters: PlatformAdapter[] = [];
-  const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads, rateLimits: deps.rateLimits };
+  const base = { logger: deps.logger, bodyLimitBytes: deps.bodyLimitBytes, threads: deps.threads, rateLimits: deps.rateLimits, allowedBots: deps.allowedBots };
   if (adapterEnabled.slack(config)) adapters.push((await import("./slack/index.js")).createSlackAdapter(config.slack, base));
   if (adapterEnabled.discord(config)) adapters.push((await import("./discord/index.js")).createDiscordAdapter(config.discord, base));
   if (adapterEnabled.telegram(config)) adapters.push((await import("./telegram/index.js")).createTelegramAdapter(config.telegram, { ...base, locks: deps.locks }));

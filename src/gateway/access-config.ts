@@ -15,6 +15,8 @@ const schema = z.object({
   deny: subjects.optional(),
   admins: subjects.optional(),
   pairing_code_ttl_s: intFrom(60, 30 * 24 * 3600).optional(),
+  allow_bots: z.array(z.string().trim().regex(/^(slack|discord):\S+$/, "bots look like slack:B0123 or discord:1234")).optional(),
+  max_bot_exchanges: intFrom(1, 1000).optional(),
 }).strict();
 
 export const accessConfigSection: ConfigSection<typeof schema, AccessConfig> = {
@@ -26,6 +28,8 @@ export const accessConfigSection: ConfigSection<typeof schema, AccessConfig> = {
       deny: envValue(env, "ACCESS_DENY", subjectList) ?? file?.deny ?? [],
       admins: envValue(env, "ACCESS_ADMINS", subjectList) ?? file?.admins ?? [],
       pairingCodeTtlSeconds: file?.pairing_code_ttl_s ?? DEFAULT_ACCESS.pairingCodeTtlSeconds,
+      allowBots: file?.allow_bots ?? DEFAULT_ACCESS.allowBots,
+      maxBotExchanges: file?.max_bot_exchanges ?? DEFAULT_ACCESS.maxBotExchanges,
     };
   },
 };

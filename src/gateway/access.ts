@@ -24,9 +24,13 @@ export interface AccessConfig {
   /** Subjects always let in (and, later, the approvers of tool calls). */
   admins: string[];
   pairingCodeTtlSeconds: number;
+  /** Other bots whose messages are answered (`slack:<bot id>`, `discord:<bot user id>`); every other bot is ignored. */
+  allowBots: string[];
+  /** Bot messages a conversation answers in a row (bot-loops.ts). */
+  maxBotExchanges: number;
 }
 
-export const DEFAULT_ACCESS: AccessConfig = { mode: "open", allow: [], deny: [], admins: [], pairingCodeTtlSeconds: 3_600 };
+export const DEFAULT_ACCESS: AccessConfig = { mode: "open", allow: [], deny: [], admins: [], pairingCodeTtlSeconds: 3_600, allowBots: [], maxBotExchanges: 10 };
 
 /** The shape of a subject: `<platform>:<user id>` or `<platform>:<channel|chat|team|guild>:<id>`. */
 export const SUBJECT_PATTERN = /^[a-z][a-z0-9_-]*:((channel|chat|team|guild):)?\S+$/;
@@ -46,7 +50,7 @@ const REMEMBERED_USERS = 10_000;
 /** Unambiguous letters and digits for pairing codes (no 0/O, 1/I/L). */
 const CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 
-export type AccessReason = "access_denied" | "not_allowed" | "pairing_required";
+export type AccessReason = "access_denied" | "not_allowed" | "pairing_required" | "bot_loop_limit";
 
 /** Why a message was refused before any turn (the access policy's or the usage limits' reason), and what to tell its sender. */
 export interface Refusal {
@@ -95,6 +99,8 @@ export class AccessPolicy {
     if (KEY_GOVERNED.has(message.platform)) return null;
     const subjects = subjectsOf(message);
     if (subjects.some((subject) => this.deny.has(subject))) return { reason: "access_denied", notice: null };
+    // A bot reaches here only when allow_bots names it (the adapters ignore every other bot).
+    if (message.fromBot) return null;
     if (this.config.mode === "open" || subjects.some((subject) => this.allow.has(subject))) return null;
     if (this.config.mode === "allowlist" || !message.userId) return { reason: "not_allowed", notice: null };
     return this.pairingRefusal(message.platform, message.userId);

@@ -18,6 +18,7 @@ import { ANNOUNCER_FIELD, announceQueued, queuedNoticeOf } from "./queued-notice
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
 import type { AccessPolicy, Refusal } from "./access.js";
 import type { UsageLimits } from "./usage-limits.js";
+import type { BotLoops } from "./bot-loops.js";
 import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
@@ -36,6 +37,8 @@ export interface IngressDeps {
   access?: AccessPolicy;
   /** Messages a minute and tokens a day per chat user and conversation (usage-limits.ts); absent: none. */
   limits?: UsageLimits;
+  /** Runs of other bots' messages per conversation (bot-loops.ts); absent: no bot is let in. */
+  botLoops?: BotLoops;
 }
 
 const ENQUEUE_TIMEOUT_MS = 1500;
@@ -90,7 +93,7 @@ export class Ingress implements GatewayIngress {
       return { status: "rejected", reason: problem };
     }
     // Who may talk first, then how much: a stranger's messages count towards no limit.
-    const refusal = (await this.deps.access?.refusal(message)) ?? (await this.limitRefusal(message));
+    const refusal = (await this.deps.access?.refusal(message)) ?? (await this.countedRefusal(message));
     if (refusal) return this.refuse(message, refusal);
     const command = parseCommand(message.text);
     if (command) return this.runCommand(command.name, message, await this.conversationIdFor(message));
@@ -293,14 +296,18 @@ export class Ingress implements GatewayIngress {
     return { status: "rejected", reason };
   }
 
-  /** Over a usage limit? Counted in Redis; with Redis unreachable the message goes on (limits never lose a message). */
-  private async limitRefusal(message: InboundMessage): Promise<Refusal | null> {
-    const limits = this.deps.limits;
-    if (!limits) return null;
+  /**
+   * Past a bot run's or a usage limit? Counted in Redis; with Redis unreachable the message goes on
+   * (a count never loses a message).
+   */
+  private async countedRefusal(message: InboundMessage): Promise<Refusal | null> {
+    const { botLoops, limits } = this.deps;
+    if (!botLoops && !limits) return null;
     try {
-      return await withTimeout(limits.refusal(message), ENQUEUE_TIMEOUT_MS, "usage limits");
+      const check = async (): Promise<Refusal | null> => (await botLoops?.refusal(message)) ?? (await limits?.refusal(message)) ?? null;
+      return await withTimeout(check(), ENQUEUE_TIMEOUT_MS, "usage counts");
     } catch (err) {
-      this.deps.logger.warn({ err: (err as Error).message }, "usage limits not checked (Redis unavailable); the message goes on");
+      this.deps.logger.warn({ err: (err as Error).message }, "bot runs and usage limits not checked (Redis unavailable); the message goes on");
       return null;
     }
   }

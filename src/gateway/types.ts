@@ -65,6 +65,8 @@ export interface InboundMessage {
   userId: string | null;
   /** The Slack team or Discord guild the message came from (the access policy's `team:` / `guild:` subjects). */
   workspaceId?: string | null;
+  /** Sent by another bot the access policy lets in (allow_bots): counted towards its bot-loop limit. */
+  fromBot?: boolean;
   text: string;
   /** Files to download when the turn takes the message (platform messages). */
   attachments?: MediaRef[];

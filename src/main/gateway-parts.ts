@@ -23,6 +23,7 @@ import { SharedThreadMemory } from "../bus/thread-memory.js";
 import { DeliveryDispatcher, type DeliveryDeps } from "../gateway/delivery-worker.js";
 import { AccessPolicy } from "../gateway/access.js";
 import { limitsConfigured, UsageLimits } from "../gateway/usage-limits.js";
+import { BotLoops } from "../gateway/bot-loops.js";
 import { Ingress } from "../gateway/ingress.js";
 import type { GatewayMetrics } from "../gateway/metrics.js";
 import { createQueues, untilReady, type GatewayQueues } from "../gateway/queues.js";
@@ -182,6 +183,7 @@ export async function startSharedState({ store, redis: { redis, subscriber }, ke
 export async function loadPlatformAdapters(config: GatewayConfig, redis: RedisConnections, { threads, rateLimits }: SharedState, logger: Logger): Promise<Platforms> {
   const list: PlatformAdapter[] = await loadAdapters(config, {
     logger, bodyLimitBytes: config.bodyLimitBytes, threads, rateLimits, locks: new RedisSingletonLocks(redis.redis, config.queuePrefix),
+    allowedBots: new Set(config.access.allowBots),
   });
   const byName = new Map(list.map((a) => [a.platform, a]));
   return { list, byName, sending: () => new Set(byName.keys()) };
@@ -200,6 +202,7 @@ export function buildIngress(parts: IngressInputs): GatewayCore {
     dispatchDeliveries: (sessionId) => dispatcher.dispatchSession(sessionId),
     ...(config.access.mode !== "open" || config.access.deny.length > 0 ? { access: new AccessPolicy(config.access, store) } : {}),
     ...(limits ? { limits } : {}),
+    ...(config.access.allowBots.length > 0 ? { botLoops: new BotLoops(parts.redis.redis, parts.keys, config.access.maxBotExchanges) } : {}),
   });
   return { ...parts, deliveries, dispatcher, ingress, limits };
 }

@@ -2,7 +2,8 @@
 // Redis): a stranger's message is recorded as rejected, calls no model and gets a one-time code,
 // shown once; approved by the CLI (and another stranger by the API), the next message is answered,
 // by the other node. Slack in allowlist mode: a channel on the list is answered, another channel
-// and a denied user are not; the API is governed by its key, not by the policy.
+// and a denied user are not; the API is governed by its key, not by the policy. Other bots on
+// Slack: ignored unless allowed, and then answered at most max_bot_exchanges times in a row.
 import { spawnSync } from "node:child_process";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +14,9 @@ import { FakeSlack } from "../support/fake-slack.js";
 import { FakeTelegram, type FakeChat, type FakeUpdate } from "../support/fake-telegram.js";
 import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.js";
 import { deliveriesOf, inboxRowOf } from "./support/probes.js";
-import { postSlackEvent, slackMention, SLACK_BOT, SLACK_SECRET, SLACK_TOKEN } from "./support/slack.js";
+import { writeFileSync } from "node:fs";
+import { postSlackEvent, slackMention, slackThreadReply, SLACK_BOT, SLACK_SECRET, SLACK_TOKEN } from "./support/slack.js";
+import { makeTempDir } from "../support/tmp.js";
 import { inboxRowOfUpdate, sentTelegramReply, TELEGRAM_BOT_USERNAME, TELEGRAM_SECRET, TELEGRAM_TOKEN } from "./support/telegram.js";
 
 const LOG_LEVEL = process.env.PLATFORMS_LOG ?? "silent";
@@ -162,5 +165,63 @@ describe("allowlist and deny on Slack", () => {
     expect(model.calls).toBe(2);
     expect(fake.messagesIn("C0OTHERCHANNEL")).toEqual([]);
     expect(fake.messagesIn(OPEN_CHANNEL)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe("other bots on Slack", () => {
+  let fake: FakeSlack;
+  let gw: TestGateway;
+  const model = new CountingModel();
+  const temp = makeTempDir("sb-bots");
+
+  beforeAll(async () => {
+    fake = await FakeSlack.start({ botToken: SLACK_TOKEN, botUserId: SLACK_BOT });
+    const config = join(temp.dir, "bots.yaml");
+    writeFileSync(config, "access:\n  allow_bots: [slack:B0FRIEND]\n  max_bot_exchanges: 2\n");
+    gw = await startTestGateway({
+      provider: model,
+      env: { SLACK_SIGNING_SECRET: SLACK_SECRET, SLACK_BOT_TOKEN: SLACK_TOKEN, SLACK_API_URL: fake.url, LOG_LEVEL, SWITCHBOARD_CONFIG: config },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gw?.stop();
+    await fake?.close();
+    temp.cleanup();
+  });
+
+  /** A reply in the thread, by a person or (with `botId`) by another bot; resolves to its inbox row, or null when it was ignored. */
+  async function reply(channel: string, threadTs: string, text: string, botId?: string) {
+    const base = slackThreadReply(channel, threadTs, text);
+    const envelope = JSON.parse(base.body) as { event: Record<string, unknown> };
+    if (botId) Object.assign(envelope.event, { bot_id: botId, user: `U0${botId}`, parent_user_id: SLACK_BOT });
+    else envelope.event.parent_user_id = SLACK_BOT;
+    const res = await postSlackEvent(gw.gateway.url!, JSON.stringify(envelope));
+    expect(res.status).toBe(200);
+    return inboxRowOf(gw.gateway, "slack", base.eventId, 2_000).catch(() => null);
+  }
+
+  it("ignores a bot that is not allowed, answers an allowed one twice in a row, then waits for a person", async () => {
+    const start = slackMention("hello, start a thread", "C0BOTCHANNEL");
+    expect((await postSlackEvent(gw.gateway.url!, start.body)).status).toBe(200);
+    await waitFor(() => fake.messagesIn("C0BOTCHANNEL").length === 1 || null, 10_000, "the first reply");
+    const thread = start.ts;
+    const answers = (): number => fake.messagesIn("C0BOTCHANNEL").length;
+
+    expect(await reply("C0BOTCHANNEL", thread, "a stranger bot speaks", "B0STRANGER")).toBeNull();
+    for (const n of [1, 2]) {
+      const row = await reply("C0BOTCHANNEL", thread, `friend bot message ${n}`, "B0FRIEND");
+      expect(row?.status).not.toBe("rejected");
+      await waitFor(() => answers() === 1 + n || null, 10_000, `the answer to bot message ${n}`);
+    }
+    const third = await reply("C0BOTCHANNEL", thread, "friend bot message 3", "B0FRIEND");
+    expect(third).toMatchObject({ status: "rejected", reason: "bot_loop_limit" });
+    // A person in the thread starts the count again.
+    await reply("C0BOTCHANNEL", thread, "a person chimes in");
+    await waitFor(() => answers() === 4 || null, 10_000, "the answer to the person");
+    const fourth = await reply("C0BOTCHANNEL", thread, "friend bot message 4", "B0FRIEND");
+    expect(fourth?.status).not.toBe("rejected");
+    await waitFor(() => answers() === 5 || null, 10_000, "the answer to bot message 4");
+    expect(model.calls).toBe(5);
   }, 60_000);
 });

@@ -32,6 +32,8 @@ export interface DiscordAdapterDeps {
   rateLimits?: RateLimitGates;
   fetch?: typeof fetch;
   now?: () => number;
+  /** Other bots whose messages are answered (`<platform>:<bot id>`, access `allow_bots`); others' are ignored. */
+  allowedBots?: ReadonlySet<string>;
 }
 
 export interface DiscordAdapter extends PlatformAdapter, MessagePoster {
@@ -46,7 +48,7 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
   const apiUrl = normaliseDiscordApiUrl(config.apiUrl);
   const rest = new DiscordRest(apiUrl, config.botToken ?? null, deps.fetch ?? fetch);
   const publicKey = config.publicKey ? discordPublicKey(config.publicKey) : null;
-  const bot = config.botToken ? discordBotConnection({ token: config.botToken, apiUrl, threads, logger }) : null;
+  const bot = config.botToken ? discordBotConnection({ token: config.botToken, apiUrl, threads, logger, allowedBots: deps.allowedBots ?? new Set() }) : null;
   const opsFor = discordPartOperations(config, rest, logger);
 
   const replies = new ReplyPipeline({

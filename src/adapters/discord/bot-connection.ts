@@ -11,6 +11,7 @@ export interface DiscordBotConnectionDeps {
   apiUrl: string;
   threads: ThreadMemory;
   logger: Logger;
+  allowedBots: ReadonlySet<string>;
 }
 
 export interface DiscordBotConnection {
@@ -18,7 +19,7 @@ export interface DiscordBotConnection {
   stop(): Promise<void>;
 }
 
-export function discordBotConnection({ token, apiUrl, threads, logger }: DiscordBotConnectionDeps): DiscordBotConnection {
+export function discordBotConnection({ token, apiUrl, threads, logger, allowedBots }: DiscordBotConnectionDeps): DiscordBotConnection {
   let gateway: DiscordGatewayClient | null = null;
   let stopped = false;
   let reconnectTimer: NodeJS.Timeout | null = null;
@@ -28,7 +29,7 @@ export function discordBotConnection({ token, apiUrl, threads, logger }: Discord
       stopped = false;
       const connect = async (attempt: number): Promise<void> => {
         try {
-          const client = await startDiscordGatewayClient({ token, apiUrl, ingress, threads, logger });
+          const client = await startDiscordGatewayClient({ token, apiUrl, ingress, threads, logger, allowedBots });
           if (stopped) await client.stop();
           else gateway = client;
         } catch (error) {

@@ -17,6 +17,8 @@ export interface DiscordMessageHandlerDeps {
   threads: ThreadMemory;
   logger: Logger;
   botUserId: () => string | null;
+  /** Other bots whose messages are answered (`discord:<bot user id>`); default: none. */
+  allowedBots?: ReadonlySet<string>;
   /** Attempts to record a message before giving up (the gateway does not redeliver). */
   attempts?: number;
   retryDelayMs?: number;
@@ -27,7 +29,7 @@ export function createDiscordMessageHandler(deps: DiscordMessageHandlerDeps) {
   const attempts = deps.attempts ?? 3;
   const retryDelayMs = deps.retryDelayMs ?? 500;
   return async (message: DiscordMessageLike): Promise<string> => {
-    const normalised = normaliseDiscordMessage(message, deps.botUserId(), { threads: deps.threads });
+    const normalised = normaliseDiscordMessage(message, deps.botUserId(), { threads: deps.threads, ...(deps.allowedBots ? { allowedBots: deps.allowedBots } : {}) });
     if (!normalised) return "ignored";
     for (let attempt = 1; ; attempt++) {
       try {
@@ -58,6 +60,7 @@ export async function startDiscordGatewayClient(options: {
   ingress: GatewayIngress;
   threads: ThreadMemory;
   logger: Logger;
+  allowedBots: ReadonlySet<string>;
 }): Promise<DiscordGatewayClient> {
   // Loaded only when a bot token is configured: discord.js is large.
   const { Client, Events, GatewayIntentBits, Partials } = await import("discord.js");
@@ -75,6 +78,7 @@ export async function startDiscordGatewayClient(options: {
   const handle = createDiscordMessageHandler({
     ingress: options.ingress,
     threads: options.threads,
+    allowedBots: options.allowedBots,
     logger: options.logger,
     botUserId: () => client.user?.id ?? null,
   });

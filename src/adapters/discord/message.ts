@@ -36,11 +36,13 @@ export interface NormalisedDiscordMessage {
 export function normaliseDiscordMessage(
   message: DiscordMessageLike,
   botUserId: string | null,
-  options: { threads?: ThreadMemory; now?: number } = {},
+  options: { threads?: ThreadMemory; now?: number; allowedBots?: ReadonlySet<string> } = {},
 ): NormalisedDiscordMessage | null {
   const { threads, now = Date.now() } = options;
-  if (message.author.bot || message.webhookId || message.system) return null;
+  if (message.webhookId || message.system) return null;
   if (botUserId !== null && message.author.id === botUserId) return null;
+  // Other bots only when the access policy lets them in (allow_bots).
+  if (message.author.bot && !options.allowedBots?.has(`discord:${message.author.id}`)) return null;
 
   const isDm = message.guildId === null;
   const inThread = !isDm && isThreadChannel(message.channel.type);
@@ -92,6 +94,7 @@ export function normaliseDiscordMessage(
       threadId,
       userId: message.author.id,
       workspaceId: message.guildId,
+      ...(message.author.bot ? { fromBot: true } : {}),
       text,
       attachments: attachments.length ? attachments : undefined,
       displayKind,

@@ -31,6 +31,8 @@ export interface SlackAdapterDeps {
   rateLimits?: RateLimitGates;
   /** Clock for signature windows and receivedAt (tests). */
   now?: () => number;
+  /** Other bots whose messages are answered (`<platform>:<bot id>`, access `allow_bots`); others' are ignored. */
+  allowedBots?: ReadonlySet<string>;
 }
 
 export interface SlackAdapter extends PlatformAdapter, MessagePoster {
@@ -48,7 +50,7 @@ export function createSlackAdapter(config: SlackConfig, deps: SlackAdapterDeps):
   const client = createSlackWebClient(config.botToken, apiUrl, logger);
   const botUserId = slackBotUserIdLookup(config, client, logger);
   const transports = slackTransports(config, {
-    intakeContext: { logger, threads, now, resolveBotUserId: botUserId, configuredBotUserId: config.botUserId ?? null },
+    intakeContext: { logger, threads, now, resolveBotUserId: botUserId, configuredBotUserId: config.botUserId ?? null, allowedBots: deps.allowedBots ?? new Set() },
     apiUrl,
     bodyLimitBytes: deps.bodyLimitBytes,
     logger,

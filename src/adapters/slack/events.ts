@@ -59,6 +59,8 @@ export interface SlackEventContext {
   botUserId: string | null;
   threads: ThreadMemory;
   now: number;
+  /** Other bots whose messages are answered (`slack:<bot id>`); default: none. */
+  allowedBots?: ReadonlySet<string>;
 }
 
 /** The key under which a thread is remembered. */
@@ -94,12 +96,15 @@ export function classifySlackEvent(envelope: SlackEnvelope, ctx: SlackEventConte
   if (event.type !== "app_mention" && event.type !== "message") {
     return { kind: "ignore", reason: `event type ${event.type} is not answered` };
   }
-  if (event.bot_id || event.subtype === "bot_message") return { kind: "ignore", reason: "message from a bot" };
   if (ctx.botUserId && event.user === ctx.botUserId) return { kind: "ignore", reason: "the bot's own message" };
-  if (event.hidden || (event.subtype && !ANSWERED_SUBTYPES.has(event.subtype))) {
+  const fromBot = Boolean(event.bot_id) || event.subtype === "bot_message";
+  if (fromBot && !(event.bot_id && ctx.allowedBots?.has(`slack:${event.bot_id}`))) return { kind: "ignore", reason: "message from a bot" };
+  if (event.hidden || (event.subtype && !ANSWERED_SUBTYPES.has(event.subtype) && !(fromBot && event.subtype === "bot_message"))) {
     return { kind: "ignore", reason: `message subtype ${event.subtype ?? "hidden"}` };
   }
-  const { user, channel, ts } = event;
+  const { channel, ts } = event;
+  // A legacy bot_message carries the bot's id only.
+  const user = event.user ?? (fromBot ? event.bot_id : undefined);
   if (!user || !channel || !ts) return { kind: "ignore", reason: "event without user, channel or ts" };
   const team = envelope.team_id ?? event.team ?? "unknown";
   const rawText = event.text ?? "";
@@ -154,6 +159,7 @@ export function classifySlackEvent(envelope: SlackEnvelope, ctx: SlackEventConte
     threadId: threadTs,
     userId: user,
     workspaceId: team,
+    ...(fromBot ? { fromBot: true } : {}),
     text,
     attachments: attachments.length ? attachments : undefined,
     displayKind,

@@ -15,6 +15,8 @@ export interface SlackIntakeContext {
   /** The bot's user id from config or auth.test (null when it cannot be found). */
   resolveBotUserId: () => Promise<string | null>;
   configuredBotUserId: string | null;
+  /** Other bots whose messages are answered (`slack:<bot id>`). */
+  allowedBots: ReadonlySet<string>;
 }
 
 /** Slack's note that this is a redelivery: the HTTP retry headers or the envelope's retry fields. */
@@ -52,7 +54,7 @@ export function createSlackIntake(ingress: GatewayIngress, ctx: SlackIntakeConte
     async eventCallback(envelope, redelivery) {
       const botUserId =
         ctx.configuredBotUserId ?? botUserIdFromAuthorizations(envelope) ?? (await ctx.resolveBotUserId());
-      const decision = classifySlackEvent(envelope, { botUserId, threads: ctx.threads, now: ctx.now() });
+      const decision = classifySlackEvent(envelope, { botUserId, threads: ctx.threads, now: ctx.now(), allowedBots: ctx.allowedBots });
       if (decision.kind === "ignore") {
         log.debug({ eventId: envelope.event_id, reason: decision.reason }, "slack event ignored");
         return { kind: "ignored", reason: decision.reason };
