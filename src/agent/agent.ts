@@ -36,6 +36,7 @@ import type {
   RunConversationOptions,
   RunLoop,
   SteerFn,
+  TurnOverrides,
   TurnResult,
 } from "./turn-types.js";
 import type { AgentEvent, ModelProvider, StatusKind } from "./types.js";
@@ -266,6 +267,7 @@ export class Agent {
     if (given) userMessages.push(given);
     let endRecords: EndRecordsFor | null = null;
     let steer: SteerFn | null = null;
+    let overrides: TurnOverrides | null = null;
     if (options.admittedInput) {
       let admitted;
       try {
@@ -282,17 +284,18 @@ export class Agent {
       for (const input of admitted.messages) userMessages.push(userMessageFromAdmitted(input));
       endRecords = admitted.endRecords ?? null;
       steer = admitted.steer ?? null;
+      overrides = admitted.settings ?? null;
     } else if (!given) {
       return skippedResult(turn, history);
     }
     const fresh = await withoutStoredInputs(turn, userMessages, history, { holdsStoredTranscript: holdsEveryStoredInput(turn, userMessages, underLease) });
 
-    turn.emit("turn.started", { platform: this.platform, inputs: fresh.length });
+    turn.emit("turn.started", { platform: this.platform, inputs: fresh.length, ...(overrides ? { settings: overrides.name } : {}) });
     const firstText = given ? modelText(given) : (fresh[0] ? modelText(fresh[0]) : null);
-    const systemMessage = options.systemMessage ?? this.systemPrompt;
+    const systemMessage = options.systemMessage ?? overrides?.systemPrompt ?? this.systemPrompt;
     let loop: LoopResult;
     try {
-      loop = await this.runLoop(firstText, systemMessage, history, { turn, userMessages: fresh, endRecords, steer });
+      loop = await this.runLoop(firstText, systemMessage, history, { turn, userMessages: fresh, endRecords, steer, overrides });
     } catch (err) {
       loop = {
         finalResponse: TURN_FAILURE_NOTICE,

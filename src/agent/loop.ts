@@ -60,7 +60,9 @@ export async function runModelLoop(
   ctx: TurnContext,
 ): Promise<LoopResult> {
   const { turn } = ctx;
-  const { provider, tools, maxSteps } = turn.settings;
+  const { provider, maxSteps } = turn.settings;
+  const tools = ctx.overrides?.tools ?? turn.settings.tools;
+  const model = ctx.overrides?.model;
   const interrupted = (): boolean => turn.signal.aborted || turn.interruptRequested;
   const base = interrupted() ? history : await compactHistory(turn, history, ctx.userMessages);
   const messages: ConversationMessage[] = [...base, ...ctx.userMessages];
@@ -132,6 +134,7 @@ export async function runModelLoop(
         messages: toModelMessages(systemMessage, messages),
         tools: offered,
         signal: turn.signal,
+        ...(model ? { model } : {}),
         onDelta: (text) => {
           if (turn.signal.aborted || text.length === 0) return;
           // `offset`: where this piece starts in the step's text, so a listener can spot a gap.

@@ -65,6 +65,8 @@ export interface AdmittedInput {
   messages: AdmittedUserInput[];
   /** What the turn's last fenced flush records beside its messages (inbox completion, delivery rows). */
   endRecords?: EndRecordsFor;
+  /** This turn's settings where they differ from the agent's (a channel's settings). */
+  settings?: TurnOverrides;
   /**
    * Busy mode 'steer': called under the lease before each model step after the first; the inputs
    * it returns join this turn at that point (stored, fenced, before the model call). The caller
@@ -74,6 +76,14 @@ export interface AdmittedInput {
 }
 
 export type SteerFn = () => Promise<AdmittedUserInput[]>;
+
+/** A turn's own system prompt, model and tools, and the name of the settings they came from. */
+export interface TurnOverrides {
+  name: string;
+  systemPrompt?: string;
+  model?: string;
+  tools?: ToolRegistry;
+}
 
 /** What a turn's model calls used, summed over its steps. */
 export interface TurnUsage {
@@ -178,6 +188,8 @@ export interface TurnContext {
   endRecords: EndRecordsFor | null;
   /** Present in busy mode 'steer': new inputs for the running turn, asked for before each later model step. */
   steer?: SteerFn | null;
+  /** The admitted input's own model and tools, when its settings give them. */
+  overrides?: TurnOverrides | null;
 }
 
 export type RunLoop = (

@@ -34,6 +34,8 @@ export interface CompletionRequest {
   signal: AbortSignal;
   /** Streamed text, as it arrives. */
   onDelta?: (text: string) => void;
+  /** The model to ask instead of the provider's own (a channel's settings). */
+  model?: string;
 }
 
 export interface CompletionResult {

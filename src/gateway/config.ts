@@ -4,6 +4,7 @@ import type { McpServerConfig } from "../agent/tools/mcp/config.js";
 import type { MediaSettings } from "./media.js";
 import type { AccessConfig } from "./access.js";
 import type { LimitsConfig } from "./usage-limits.js";
+import type { ChannelSettings } from "./channel-settings.js";
 
 export const BUSY_MODES = ["queue", "interrupt", "collect", "steer"] as const;
 export type BusyMode = (typeof BUSY_MODES)[number];
@@ -37,6 +38,8 @@ export interface CoreConfig {
   access: AccessConfig;
   /** Messages a minute and tokens a day per chat user and conversation (usage-limits.ts). */
   limits: LimitsConfig;
+  /** Per-channel system prompt, model, MCP servers and reply style (channel-settings.ts). */
+  channels: ChannelSettings[];
 }
 
 export function busyModeFor(config: Pick<CoreConfig, "busyModes" | "defaultBusyMode">, platform: string): BusyMode {

@@ -14,23 +14,25 @@ export class ToolCatalog {
     private readonly logger: Logger,
   ) {}
 
-  forPlatform(platform: string): ToolRegistry {
+  /** The tools of a platform's turns; `servers`: only those MCP servers' (a channel's settings), else every one allowed there. */
+  forPlatform(platform: string, servers: readonly string[] | null = null): ToolRegistry {
     const version = this.mcp?.toolsVersion ?? 0;
     if (version !== this.builtFor) {
       this.registries.clear();
       this.builtFor = version;
     }
-    let registry = this.registries.get(platform);
+    const key = servers === null ? platform : `${platform}\u0000${servers.join(",")}`;
+    let registry = this.registries.get(key);
     if (!registry) {
-      registry = this.build(platform);
-      this.registries.set(platform, registry);
+      registry = this.build(platform, servers);
+      this.registries.set(key, registry);
     }
     return registry;
   }
 
-  private build(platform: string): ToolRegistry {
+  private build(platform: string, servers: readonly string[] | null): ToolRegistry {
     const registry = createBuiltinTools();
-    for (const tool of this.mcp?.toolsFor(platform) ?? []) {
+    for (const tool of this.mcp?.toolsFor(platform, servers) ?? []) {
       try {
         registry.registerJsonSchema(tool);
       } catch (err) {

@@ -4,7 +4,8 @@
 import { Worker, type Job } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnResult, type TurnUsage } from "../agent/index.js";
+import { Agent, type AdmittedInput, type AdmittedUserInput, type TurnOverrides, type TurnResult, type TurnUsage } from "../agent/index.js";
+import { channelSettingsFor, type ChannelSettings } from "./channel-settings.js";
 import type { AgentEvent, ModelProvider } from "../agent/types.js";
 import type { CreateSessionInput, DeliveryInsert, InboxRow, SessionStore, TurnEndRecords, UsageInsert } from "../state/types.js";
 import { isEphemeralKind, type EventPublisher, type InterruptRequest } from "../bus/types.js";
@@ -96,6 +97,8 @@ interface TurnState {
   completion: { rows: InboxRow[]; status: TurnOutcome["status"]; reply: string } | null;
   /** The ledger rows those end records insert, in order. */
   deliveries: DeliveryInsert[];
+  /** The model the turn asks (its channel's, else the provider's). */
+  model?: string;
   /** The usage those end records store, and the routing key of the conversation it counts towards. */
   usage?: UsageInsert;
   conversationKey?: string;
@@ -402,8 +405,12 @@ export class TurnWorkers {
     state.inboxIds = answered.map((r) => r.id);
     // The reply goes where the head's last message asked for it (the stream was opened there).
     const replyRow = head[head.length - 1];
-    const target = inboundOf(replyRow).replyTarget;
-    if (target) {
+    const inbound = inboundOf(replyRow);
+    const target = inbound.replyTarget;
+    // The reply's channel decides the turn's settings (channel-settings.ts).
+    const channel = channelSettingsFor(this.deps.config.channels, inbound);
+    state.model = channel?.model ?? this.deps.provider.model;
+    if (target && channel?.replyStyle !== "final") {
       state.stream = this.deps.openStream?.(replyRow.platform, target) ?? null;
       this.signalTurnStart(replyRow.platform, target);
     }
@@ -413,7 +420,7 @@ export class TurnWorkers {
       messages: await Promise.all(head.map((r) => this.inputOf(conversationId, r))),
       endRecords: ({ status, finalResponse, usage }) => {
         state.completion = { rows: [...answered], status, reply: finalResponse };
-        const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: streamEnded(state), usage });
+        const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: streamEnded(state), usage, model: state.model ?? this.deps.provider.model });
         state.deliveries = records.deliveries ?? [];
         if (records.usage) {
           state.usage = records.usage;
@@ -422,6 +429,17 @@ export class TurnWorkers {
         return records;
       },
       ...(mode === "steer" ? { steer: () => this.steerIn(conversationId, answered, state) } : {}),
+      ...(channel ? { settings: this.overridesOf(channel, replyRow.platform) } : {}),
+    };
+  }
+
+  /** A channel's settings as the agent takes them for one turn. */
+  private overridesOf(channel: ChannelSettings, platform: string): TurnOverrides {
+    return {
+      name: channel.name,
+      ...(channel.systemPrompt ? { systemPrompt: channel.systemPrompt } : {}),
+      ...(channel.model ? { model: channel.model } : {}),
+      ...(channel.mcpServers ? { tools: this.tools.forPlatform(platform, channel.mcpServers) } : {}),
     };
   }
 
@@ -538,7 +556,7 @@ export class TurnWorkers {
     sessionId: string,
     status: "done" | "failed" | "interrupted",
     finalResponse: string,
-    { claimed, usage }: { claimed: boolean; usage: TurnUsage },
+    { claimed, usage, model }: { claimed: boolean; usage: TurnUsage; model: string },
   ): TurnEndRecords {
     const inbound = inboundOf(replyRow);
     const sends = this.deps.sendingPlatforms().has(replyRow.platform) && inbound.replyTarget && finalResponse;
@@ -547,7 +565,7 @@ export class TurnWorkers {
       deliveries: sends ? [{ platform: replyRow.platform, sessionId, target: inbound.replyTarget ?? {}, text: finalResponse, inboxId: replyRow.id, claimed }] : [],
       // A turn that called no model (a failure before the first call) used nothing worth a row.
       ...(usage.modelCalls > 0
-        ? { usage: { platform: replyRow.platform, sessionId, userId: inbound.userId, inboxId: replyRow.id, model: this.deps.provider.model, ...usage } }
+        ? { usage: { platform: replyRow.platform, sessionId, userId: inbound.userId, inboxId: replyRow.id, model, ...usage } }
         : {}),
     };
   }

@@ -21,6 +21,7 @@ import { DEFAULT_MEDIA_SETTINGS } from "../gateway/media.js";
 import { DEFAULT_POOL_SIZE } from "../state/store-options.js";
 import { accessConfigSection } from "../gateway/access-config.js";
 import { limitsConfigSection } from "../gateway/limits-config.js";
+import { channelsConfigSection } from "../gateway/channels-config.js";
 
 export { ConfigError };
 
@@ -112,6 +113,7 @@ const fileSchema = z.object({
   mcp_servers: mcpConfigSection.schema.optional(),
   access: accessConfigSection.schema.optional(),
   limits: limitsConfigSection.schema.optional(),
+  channels: channelsConfigSection.schema.optional(),
 }).strict();
 
 type AdapterSettings = SectionSettings<typeof adapterConfigSections>;
@@ -231,6 +233,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
     mcpServers: mcpConfigSection.load(env, file.mcp_servers),
     access: accessConfigSection.load(env, file.access),
     limits: limitsConfigSection.load(env, file.limits),
+    channels: channelsConfigSection.load(env, file.channels),
     ws: {
       maxFrameBytes: file.ws?.max_frame_bytes ?? 64 * 1024,
       maxSubscriptions: file.ws?.max_subscriptions ?? 100,

@@ -68,7 +68,7 @@ export class OpenAIProvider implements ModelProvider {
 
   private params(request: CompletionRequest): ChatParams {
     return {
-      model: this.model,
+      model: request.model ?? this.model,
       messages: toOpenAIMessages(request.messages),
       ...(request.tools?.length ? { tools: toOpenAITools(request.tools) } : {}),
       ...(this.temperature !== undefined ? { temperature: this.temperature } : {}),

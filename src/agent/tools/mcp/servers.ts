@@ -63,10 +63,12 @@ export class McpServers {
   }
 
   /** The tools a turn on `platform` is offered: connected servers that allow the platform. */
-  toolsFor(platform: string): JsonSchemaTool[] {
+  /** The tools offered on `platform`; `servers`: only those servers' (a channel's settings). */
+  toolsFor(platform: string, servers: readonly string[] | null = null): JsonSchemaTool[] {
     const tools: JsonSchemaTool[] = [];
     for (const connection of this.connections) {
       if (!offeredOn(connection.config, platform)) continue;
+      if (servers !== null && !servers.includes(connection.name)) continue;
       for (const tool of connection.listedTools()) {
         const { $schema: _ignored, ...parameters } = tool.inputSchema;
         tools.push({
