@@ -17,6 +17,7 @@ import type { PlatformAdapter } from "../gateway/types.js";
 import type { Cleanups } from "./cleanups.js";
 import type { GatewayCore } from "./gateway-parts.js";
 import type { GatewayOptions } from "./server.js";
+import { without } from "../shared/bench-without.js";
 
 /**
  * Starts the workers, then the platform connections that feed them; their cleanup stops the
@@ -74,7 +75,7 @@ function createTurnWorkers(core: GatewayCore, options: GatewayOptions, { provide
     tools: new ToolCatalog(mcp, logger),
     publishInterrupt: (request) => interrupts.publish(request),
     wakeAgain: (conversationId, inboxId, platform) => addHandOnWakeUp(queues, conversationId, inboxId, platform),
-    ...((options.inProcessWakeUps ?? options.http)
+    ...((options.inProcessWakeUps ?? options.http) && !without("local-hand-off")
       ? {
           inProcess: {
             retryLater: ({ conversationId, inboxId }, err) => {
