@@ -28,7 +28,7 @@ const CHATS = 50;
 const SECRET = "bench-webhook-secret";
 const ROUTE = "/webhooks/bench";
 
-interface Run {
+export interface Run {
   acksMs: number[];
   statuses: Map<number, number>;
   /** How far behind schedule the generator sent, p99 (shows the client kept up). */
@@ -89,7 +89,7 @@ class LoadGenerator {
   }
 }
 
-async function load(ctx: BenchContext, generator: LoadGenerator, gateway: GatewayProcess, sink: CallbackSinkProcess | null, seconds: number, label: string, ratePerS: number): Promise<Run> {
+async function load(ctx: BenchContext, generator: LoadGenerator, gateway: GatewayProcess, sink: CallbackSinkProcess | null, seconds: number, label: string, ratePerS: number, drain = true): Promise<Run> {
   const total = Math.round(ratePerS * seconds);
   const progress = new Progress(label, total, ctx.progress);
   const repliesBefore = (await sink?.received()) ?? 0;
@@ -104,7 +104,7 @@ async function load(ctx: BenchContext, generator: LoadGenerator, gateway: Gatewa
   const accepted = statuses.get(202) ?? 0;
   const drainLimitMs = ctx.quick ? 20_000 : 60_000;
   let drainedAfterS: number | null = null;
-  while (sink && performance.now() - drainStart < drainLimitMs) {
+  while (drain && sink && performance.now() - drainStart < drainLimitMs) {
     if ((await sink.received()) - repliesBefore >= accepted) {
       drainedAfterS = (performance.now() - drainStart) / 1000;
       break;
@@ -138,7 +138,7 @@ function warmUpSeconds(ctx: BenchContext): number {
 }
 
 /** Where the turns run while the acks are measured. */
-type Topology = "one-process" | "split" | "no-workers";
+export type Topology = "one-process" | "split" | "no-workers";
 
 const SERVE_ARGS: Record<Topology, string[]> = {
   "one-process": ["serve"],
@@ -146,11 +146,18 @@ const SERVE_ARGS: Record<Topology, string[]> = {
   "no-workers": ["serve", "--no-workers"],
 };
 
-async function measure(ctx: BenchContext, topology: Topology, seconds: number, ratePerS = RATE_PER_S): Promise<Run> {
-  const dir = join(ctx.workDir, `ingress-${topology}-${Math.round(ratePerS)}`);
+/** What another benchmark changes in a measurement (bench/mechanisms.ts): the gateway's environment, a shorter warm-up, no wait for the last replies. */
+export interface MeasureOptions {
+  env?: Record<string, string>;
+  warmUpSeconds?: number;
+  waitForReplies?: boolean;
+}
+
+export async function measure(ctx: BenchContext, topology: Topology, seconds: number, ratePerS = RATE_PER_S, options: MeasureOptions = {}): Promise<Run> {
+  const dir = join(ctx.workDir, `ingress-${topology}-${Math.round(ratePerS)}-${randomUUID().slice(0, 8)}`);
   mkdirSync(dir, { recursive: true });
   const sink = await startCallbackSinkProcess();
-  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url) });
+  const env = gatewayEnv(dir, ctx.redisUrl, benchPrefix("ingress"), { SWITCHBOARD_CONFIG: configFile(dir, sink.url), ...options.env });
   const processes: GatewayProcess[] = [];
   // Without workers no reply ever comes: do not wait for them.
   const replies = topology === "no-workers" ? null : sink;
@@ -161,11 +168,11 @@ async function measure(ctx: BenchContext, topology: Topology, seconds: number, r
     if (topology === "split") processes.push(await startGatewayProcess(["worker"], env));
     // Warm-up, uncounted, at the measured rate: long enough that V8 has optimized the ingress
     // path, so its compiler does not run during the counted load (bench/README.md, "Ingress").
-    await load({ ...ctx, progress: false }, generator, serve, replies, warmUpSeconds(ctx), "warm-up", ratePerS);
+    await load({ ...ctx, progress: false }, generator, serve, replies, options.warmUpSeconds ?? warmUpSeconds(ctx), "warm-up", ratePerS, options.waitForReplies);
     const url = serve.url as string;
     const read = (): ReturnType<typeof readServerTimes> => readServerTimes(url, ROUTE, "webhook");
     const before = await read();
-    const run = await load(ctx, generator, serve, replies, seconds, `ingress (${topology}, ${Math.round(ratePerS)}/s)`, ratePerS);
+    const run = await load(ctx, generator, serve, replies, seconds, `ingress (${topology}, ${Math.round(ratePerS)}/s)`, ratePerS, options.waitForReplies);
     const after = await read();
     const server = {
       answers: overTenMs(before.answer, after.answer),

@@ -11,6 +11,7 @@ import { fanoutBenchmark } from "./fanout.js";
 import { handoffBenchmark } from "./handoff.js";
 import { ingressBenchmark } from "./ingress.js";
 import { llmBenchmark } from "./llm.js";
+import { mechanismsBenchmark } from "./mechanisms.js";
 import { renderLatencySvg } from "./lib/chart.js";
 import { benchPostgres, type BenchPostgres } from "./lib/postgres.js";
 import { benchRedis, dropBenchKeys } from "./lib/redis.js";
@@ -30,6 +31,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
   slack: slackBenchmark,
   workers: workersBenchmark,
   llm: llmBenchmark,
+  mechanisms: mechanismsBenchmark,
 };
 
 const RESULTS_DIR = join(import.meta.dirname, "results");

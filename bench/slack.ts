@@ -108,7 +108,7 @@ function reconciledRows(dbPath: string): number {
 }
 
 /** A Redis only this benchmark uses: command counts of a shared server would include its other clients. */
-async function ownRedis(ctx: BenchContext): Promise<{ url: string; stop(): Promise<void>; shared: boolean }> {
+export async function ownRedis(ctx: BenchContext): Promise<{ url: string; stop(): Promise<void>; shared: boolean }> {
   if (ctx.redisPrivate) return { url: ctx.redisUrl, stop: async () => undefined, shared: false };
   const dir = join(ctx.workDir, "slack-redis");
   mkdirSync(dir, { recursive: true });

@@ -13,6 +13,7 @@ import { BENCH_API_KEY, gatewayEnv, startGatewayProcess } from "./gateway-proces
 import { runConversations } from "./llm-chat-load.js";
 import { busyPercent, readCpuMs, readMachineCpu, readMemory } from "./proc.js";
 import { benchPrefix } from "./redis.js";
+import { totalCount, type CommandStatsReader } from "./redis-commands.js";
 import type { BenchContext } from "./result.js";
 import { SlackDriver } from "./slack-load.js";
 import { ReplyTracker, summarizeReplies, type TrackedMention } from "./slack-replies.js";
@@ -33,6 +34,8 @@ export interface InflightRun {
   failed: number;
   errors: string[];
   cpuMs: number;
+  /** Redis commands over the window (NaN unless a reader was given). */
+  redisCommands: number;
   peakRssMb: number;
   slackCalls: Record<string, number>;
   /** Where the time went: each model call's arrival and end at the fake, from the sends. */
@@ -49,11 +52,17 @@ export interface InflightRun {
 const REPLY_TIMEOUT_MS = 90_000;
 const WARM_UP_TURNS = 20;
 
-export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: number): Promise<InflightRun> {
+/** What another benchmark changes (bench/mechanisms.ts): the gateway's environment; a Redis whose commands the window counts. */
+export interface InflightOptions {
+  env?: Record<string, string>;
+  redis?: CommandStatsReader;
+}
+
+export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: number, options: InflightOptions = {}): Promise<InflightRun> {
   const concurrency = 1024;
   const wsTurns = Math.floor(turns / 2);
   const slackTurns = turns - wsTurns;
-  const dir = join(ctx.workDir, "llm-inflight");
+  const dir = join(ctx.workDir, `llm-inflight-${Math.random().toString(36).slice(2, 8)}`);
   mkdirSync(dir, { recursive: true });
   const slack = await FakeSlackApi.start(BENCH_BOT_TOKEN);
   const tracker = new ReplyTracker();
@@ -66,6 +75,7 @@ export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: n
     SLACK_BOT_TOKEN: BENCH_BOT_TOKEN,
     SLACK_API_URL: slack.url,
     ...llmEnv(fake, "proc-serve"),
+    ...options.env,
   });
   const gateway = await startGatewayProcess(["serve"], env);
   const url = gateway.url as string;
@@ -84,6 +94,7 @@ export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: n
     const fakeCpuBefore = readCpuMs(fake.pid);
     const clientsCpuBefore = readCpuMs(clients.pid);
     const cpuBefore = readCpuMs(gateway.pid);
+    const redisBefore = await options.redis?.snapshot();
     const goMs = Number(process.hrtime.bigint()) / 1e6;
     const wsDone = clients.next((m): m is Extract<WsTurnsMessage, { type: "done" }> => m.type === "done", REPLY_TIMEOUT_MS + 30_000);
     clients.send({ type: "go", timeoutMs: REPLY_TIMEOUT_MS });
@@ -91,6 +102,7 @@ export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: n
     await driver.drain(mentions, REPLY_TIMEOUT_MS);
     const ws = await wsDone;
     const cpuMs = readCpuMs(gateway.pid) - cpuBefore;
+    const redisCommands = options.redis && redisBefore ? totalCount(options.redis.window(redisBefore, await options.redis.snapshot())) : Number.NaN;
     const fakeCpuMs = readCpuMs(fake.pid) - fakeCpuBefore;
     const clientsCpuMs = readCpuMs(clients.pid) - clientsCpuBefore;
     const machineBusyPct = busyPercent(machineBefore, readMachineCpu());
@@ -114,6 +126,7 @@ export async function measureInflight(ctx: BenchContext, fake: FakeLlm, turns: n
       failed: ws.failed + replies.refused + replies.lost,
       errors,
       cpuMs,
+      redisCommands,
       peakRssMb: readMemory(gateway.pid).peakMb,
       slackCalls,
       modelStartMs: model.arrivedMs.map((ms) => ms - goMs),

@@ -6,6 +6,8 @@
 // the stream order). The frame of a turn's end is dropped instead: the end event carries the
 // whole final text, and a reply that ends within one interval costs no frame at all.
 
+import { without } from "../shared/bench-without.js";
+
 /**
  * At most one frame per session this often: about two display frames, so a reader sees the text
  * move as smoothly as word by word, while a model that streams words faster than that costs one
@@ -45,6 +47,7 @@ export class DeltaCoalescer {
   add(sessionId: string, data: Record<string, unknown>): void {
     const text = typeof data.text === "string" ? data.text : "";
     if (text === "") return;
+    if (without("delta-coalescing")) return this.send(sessionId, data);
     const offset = typeof data.offset === "number" ? data.offset : undefined;
     const frame = this.pending.get(sessionId);
     if (frame) {

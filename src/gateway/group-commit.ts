@@ -10,6 +10,8 @@
 // flushAfterMs: a pass that reads a flood of requests (200 new conversations at once) can take
 // tens of milliseconds, and its first callers are answered within it instead of after it.
 
+import { without } from "../shared/bench-without.js";
+
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: Error };
 
 export interface GroupCommitOptions {
@@ -55,7 +57,7 @@ export class GroupCommit<I, O> {
     private readonly commit: (items: I[]) => Promise<Array<Settled<O>>>,
     options: GroupCommitOptions = {},
   ) {
-    this.maxBatch = Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH);
+    this.maxBatch = without("group-commit") ? 1 : Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH);
     this.maxWaitMs = Math.max(0, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
     this.flushAfterMs = Math.max(0, options.flushAfterMs ?? DEFAULT_FLUSH_AFTER_MS);
   }

@@ -13,6 +13,7 @@ import type { EventPublisher, EventSubscriber, InterruptPublisher } from "../bus
 import type { GatewayMetrics } from "./metrics.js";
 import type { WakeUpSink } from "./local-wake-ups.js";
 import { turnJobData, turnJobId, untilReady, withTimeout, type GatewayQueues, type TurnJobData } from "./queues.js";
+import { without } from "../shared/bench-without.js";
 import { payloadOf } from "./inbox-payload.js";
 import { ANNOUNCER_FIELD, announceQueued, queuedNoticeOf } from "./queued-notices.js";
 import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "./media.js";
@@ -70,7 +71,7 @@ export class Ingress implements GatewayIngress {
    * queue stays the way when the sink does not take them (its thread is down, it is closing).
    */
   useWakeUps(sink: WakeUpSink | null): void {
-    this.wakeUps = sink;
+    this.wakeUps = without("local-hand-off") ? null : sink;
   }
 
   async accept(message: InboundMessage): Promise<AcceptResult> {

@@ -7,6 +7,7 @@ import { RedisBinaryMissingError } from "../bus/embedded-redis.js";
 import { createLogger } from "../gateway/logger.js";
 import { startGateway, VERSION } from "./server.js";
 import { startThreadedGateway } from "./threaded-serve.js";
+import { benchWithout } from "../shared/bench-without.js";
 
 /** The help text. It ends with migrate-store's and pairing's, whose modules (the pg client with the first) only those commands and this text load. */
 async function usage(): Promise<string> {
@@ -68,6 +69,7 @@ export async function main(argv: string[]): Promise<number> {
   let config;
   try {
     config = loadConfig(process.env);
+    benchWithout();
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`configuration error: ${err.message}`);

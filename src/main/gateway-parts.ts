@@ -31,6 +31,7 @@ import type { PlatformAdapter } from "../gateway/types.js";
 import type { Cleanups } from "./cleanups.js";
 import type { GatewayConfig } from "./config.js";
 import type { GatewayOptions } from "./server.js";
+import { without } from "../shared/bench-without.js";
 
 const WAL_CHECKPOINT_INTERVAL_MS = 200;
 
@@ -135,7 +136,7 @@ export async function openSessionStore(
   // SQLite: WAL checkpoints (a file copy and fsync) run in a thread, not inside a request's commit.
   const store = await openStore(config, {
     notifier,
-    ...(options.backgroundCheckpoints === false ? { checkpointedElsewhere: true } : { backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS }),
+    ...(without("wal-checkpointer") ? {} : options.backgroundCheckpoints === false ? { checkpointedElsewhere: true } : { backgroundCheckpointMs: WAL_CHECKPOINT_INTERVAL_MS }),
     onModeTightened: tightened,
   });
   cleanups.push(() => store.close());

@@ -9,6 +9,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import type { Logger } from "pino";
 import { errorAnswer, writeError, writeJson } from "../gateway/http-errors.js";
 import type { DirectPostRoute, PlainAnswer, PlainPostRoute } from "../gateway/types.js";
+import { without } from "../shared/bench-without.js";
 
 export interface FastPathOptions {
   routes: readonly PlainPostRoute[];
@@ -33,7 +34,7 @@ export function withFastPath(options: FastPathOptions): RequestListener {
   const { fallback, hostAllowed, logger } = options;
   const routes = new Map(options.routes.map((route) => [route.path, route]));
   const directRoutes = new Map((options.directRoutes ?? []).map((route) => [route.path, route]));
-  if (routes.size === 0 && directRoutes.size === 0) return fallback;
+  if ((routes.size === 0 && directRoutes.size === 0) || without("http-fast-path")) return fallback;
   const unexpected = (err: unknown, req: IncomingMessage, res: ServerResponse, path: string): void => {
     logger.error({ err, path, method: req.method }, "unhandled request error");
     if (res.headersSent) res.end();

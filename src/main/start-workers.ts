@@ -20,6 +20,7 @@ import type { GatewayOptions } from "./server.js";
 import type { Logger } from "pino";
 import type { UsageLimits } from "../gateway/usage-limits.js";
 import type { UsageInsert } from "../state/types.js";
+import { without } from "../shared/bench-without.js";
 
 /**
  * Starts the workers, then the platform connections that feed them; their cleanup stops the
@@ -77,7 +78,7 @@ function createTurnWorkers(core: GatewayCore, options: GatewayOptions, { provide
     tools: new ToolCatalog(mcp, logger),
     publishInterrupt: (request) => interrupts.publish(request),
     wakeAgain: (conversationId, inboxId, platform) => addHandOnWakeUp(queues, conversationId, inboxId, platform),
-    ...((options.inProcessWakeUps ?? options.http)
+    ...((options.inProcessWakeUps ?? options.http) && !without("local-hand-off")
       ? {
           inProcess: {
             retryLater: ({ conversationId, inboxId }, err) => {

@@ -12,6 +12,7 @@ import { toProviderError } from "./openai-errors.js";
 import { toOpenAIMessages, toOpenAITools } from "./openai-wire.js";
 import { capRetryAfter, type FetchLike } from "./retry-after-cap.js";
 import { ToolCallAssembler } from "./tool-call-assembler.js";
+import { without } from "../../shared/bench-without.js";
 
 export interface OpenAIProviderOptions {
   /** e.g. https://api.openai.com/v1 */
@@ -50,7 +51,7 @@ export class OpenAIProvider implements ModelProvider {
       project: null,
       maxRetries: options.maxRetries ?? 3,
       timeout: this.timeoutMs,
-      fetch: capRetryAfter(options.fetch ?? createModelFetch(), options.maxRetryAfterMs ?? 60_000),
+      fetch: capRetryAfter(options.fetch ?? (without("buffered-fetch") ? fetch : createModelFetch()), options.maxRetryAfterMs ?? 60_000),
     });
   }
 
