@@ -585,6 +585,8 @@ function renderEvent(event) {
       return;
     case "turn.started":
       state.turnBlock = null;
+      // Which per-channel settings (YAML channels:) the turn runs with, when any.
+      if (data.settings) addActivity(line("status", `Channel settings: ${data.settings}`, event.ts, { "data-testid": "channel-settings" }));
       currentTurn(event.ts);
       schedulePoll(100);
       return;

@@ -1,7 +1,7 @@
 // The console in a real browser (headless Chromium) against a real gateway: the key prompt, a
 // streamed reply, Interrupt and Stop on slow turns, the session list updating without a reload,
 // and the queue dashboard opening with the cookie the console obtained.
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,6 +27,7 @@ let base: string;
 let context: BrowserContext;
 let page: Page;
 let profile: { dir: string; cleanup: () => void };
+let configDir: { dir: string; cleanup: () => void };
 
 /** Run a step; on failure save a screenshot of the page under test-output/ and rethrow. */
 async function step(name: string, fn: () => Promise<void>): Promise<void> {
@@ -55,9 +56,13 @@ const turns = (): Locator => page.locator("#activity [data-testid=turn]");
 describe.skipIf(chromiumMissing && !onCI)("the console in a browser", () => {
   beforeAll(async () => {
     if (chromiumMissing) throw new Error(`${CHROMIUM} is missing: install it with 'apt-get install -y chromium'`);
-    gw = await startTestGateway({ env: { SWITCHBOARD_API_KEY: KEY, ECHO_CHUNK_DELAY_MS: String(WORD_DELAY_MS) } });
-    base = gw.gateway.url as string;
+    // Per-channel settings for the console's own platform: its turns name them.
     profile = makeTempDir("sb-chromium");
+    configDir = makeTempDir("sb-console-config");
+    const config = join(configDir.dir, "channels.yaml");
+    writeFileSync(config, "channels:\n  console-desk: { match: websocket, system_prompt: You answer in the console. }\n");
+    gw = await startTestGateway({ env: { SWITCHBOARD_API_KEY: KEY, ECHO_CHUNK_DELAY_MS: String(WORD_DELAY_MS), SWITCHBOARD_CONFIG: config } });
+    base = gw.gateway.url as string;
     context = await chromium.launchPersistentContext(profile.dir, {
       executablePath: CHROMIUM,
       headless: true,
@@ -73,6 +78,7 @@ describe.skipIf(chromiumMissing && !onCI)("the console in a browser", () => {
     await context?.close();
     profile?.cleanup();
     await gw?.stop();
+    configDir?.cleanup();
   });
 
   it("asks for the key, says so clearly when it is wrong, and keeps a right one for the tab", async () => {
@@ -126,6 +132,8 @@ describe.skipIf(chromiumMissing && !onCI)("the console in a browser", () => {
       const turn = turns().last();
       await turn.locator('[data-testid=turn-marker][data-outcome="completed"]').waitFor();
       expect(await turn.locator("[data-testid=stream-text]").allTextContents()).toEqual(["Echo: hello from the browser"]);
+      // The turn names the per-channel settings it ran with.
+      expect(await page.locator("#activity [data-testid=channel-settings]").last().textContent()).toContain("Channel settings: console-desk");
       const snapshots = await page.evaluate(() => (window as unknown as { streamSnapshots: string[] }).streamSnapshots);
       expect(snapshots[0]).toBe("Echo:");
       expect(snapshots.at(-1)).toBe("Echo: hello from the browser");
