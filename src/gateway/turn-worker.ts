@@ -422,6 +422,9 @@ export class TurnWorkers {
         state.completion = { rows: [...answered], status, reply: finalResponse };
         const records = this.endRecords(answered, replyRow, sessionId, status, finalResponse, { claimed: streamEnded(state), usage, model: state.model ?? this.deps.provider.model });
         state.deliveries = records.deliveries ?? [];
+        // The reply is known: the streamed message shows it now, while the flush records it.
+        const reply = state.deliveries[0];
+        if (state.stream && reply) state.stream.showFinal?.(reply.text);
         if (records.usage) {
           state.usage = records.usage;
           state.conversationKey = inboundOf(replyRow).sessionKey;
@@ -514,11 +517,12 @@ export class TurnWorkers {
       throw new Error(`turn for inbox ${state.inboxIds.join(",")} did not record its outcome: ${String(result.failureReason ?? result.error ?? "unknown")}`);
     }
     if (result.endRecordsStored && state.usage) this.countUsage(state.usage, state.conversationKey ?? state.usage.sessionId);
-    if (state.stream) await this.finishStream(state.stream, result.deliveryIds);
-    if (result.deliveryIds.length > 0) {
+    const shown = state.stream ? await this.finishStream(state.stream, result.deliveryIds, state.deliveries) : null;
+    const toSend = result.deliveryIds.filter((id) => id !== shown);
+    if (toSend.length > 0) {
       // By id: after a compaction the rows belong to the tip, not to the conversation id. After the
       // stream closed, so the final text is its last word (an edit of its message, or one post).
-      await this.deps.dispatchDeliveries(deliveriesToSend(result.deliveryIds, state.deliveries)).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
+      await this.deps.dispatchDeliveries(deliveriesToSend(toSend, state.deliveries)).catch((err: Error) => logger.warn({ err: err.message }, "delivery dispatch failed; the reconciler retries"));
     }
   }
 
@@ -535,9 +539,22 @@ export class TurnWorkers {
    * posted nothing yet (the reply was done before its first post was due) posts nothing now, and
    * the delivery posts the final text once.
    */
-  private async finishStream(stream: ReplyStream, deliveryIds: number[]): Promise<void> {
-    const { messageId } = await stream.close().catch(() => ({ messageId: null }));
-    if (messageId && deliveryIds.length > 0) await this.deps.store.setDeliveryEditTarget(deliveryIds[0], messageId);
+  private async finishStream(stream: ReplyStream, deliveryIds: number[], deliveries: readonly DeliveryInsert[]): Promise<number | null> {
+    const { messageId, shownText } = await stream.close().catch(() => ({ messageId: null, shownText: null }));
+    const [deliveryId] = deliveryIds;
+    if (!messageId || deliveryId === undefined) return null;
+    // The message already shows the reply whole (showFinal): the delivery is done, with no call.
+    if (deliveryIds.length === 1 && shownText !== undefined && shownText !== null && shownText === deliveries[0]?.text && (await this.settleShown(deliveryId, messageId))) return deliveryId;
+    await this.deps.store.setDeliveryEditTarget(deliveryId, messageId);
+    return null;
+  }
+
+  /** Records a delivery the stream showed as sent: claimed first, as every send is; false when another sender has it. */
+  private async settleShown(deliveryId: number, messageId: string): Promise<boolean> {
+    const claimed = await this.deps.store.claimDelivery(deliveryId);
+    if (!claimed) return false;
+    await this.deps.store.markDeliverySent(deliveryId, messageId);
+    return true;
   }
 
   private async stillPending(ids: number[]): Promise<boolean> {

@@ -171,10 +171,16 @@ export interface AdapterCapabilities {
 export interface ReplyStream {
   push(delta: string): void;
   /**
+   * The whole reply is known: show it now in the posted message (one edit, not waiting for the
+   * throttle), while the turn records it. Nothing when nothing was posted.
+   */
+  showFinal?(text: string): void;
+  /**
    * Stop editing (waits for a request in flight); the final text goes out as a delivery that edits
    * `messageId`, or, when nothing was posted yet (messageId null), posts it as one message.
+   * `shownText`: what the posted message shows now, when known.
    */
-  close(): Promise<{ messageId: string | null }>;
+  close(): Promise<{ messageId: string | null; shownText?: string | null }>;
   /**
    * Close now, synchronously, when nothing was posted and no post is in flight (true): the final
    * text is then sent as one new message that no stream edit can race. False: the stream goes on.

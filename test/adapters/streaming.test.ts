@@ -46,6 +46,28 @@ describe("ThrottledEditor", () => {
     vi.useRealTimers();
   });
 
+  it("showFinal() edits the posted message at once, after a request in flight, and close() reports what it shows", async () => {
+    vi.useFakeTimers();
+    const { sink, calls, maxInFlight } = recordingSink({ postDelayMs: 300 });
+    const editor = new ThrottledEditor(sink, { intervalMs: 1000 });
+    editor.push("partial");
+    await vi.advanceTimersByTimeAsync(10); // the post is in flight
+    editor.showFinal("partial and the rest");
+    await vi.advanceTimersByTimeAsync(300);
+    // After the post, at once (not an interval later): one edit with the whole text.
+    expect(calls.map((c) => [c.kind, c.text])).toEqual([["post", "partial"], ["edit", "partial and the rest"]]);
+    expect(calls[1].at - calls[0].at).toBeLessThan(1000);
+    expect(await editor.close()).toEqual({ messageId: "m1", text: "partial and the rest", shownText: "partial and the rest" });
+    expect(maxInFlight()).toBe(1);
+    // Nothing posted yet: showFinal leaves the text to the caller's post.
+    const { sink: quiet, calls: none } = recordingSink();
+    const unposted = new ThrottledEditor(quiet, { intervalMs: 1000, firstPostDelayMs: 1000 });
+    unposted.push("hi");
+    unposted.showFinal("hi there");
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(none).toEqual([]);
+  });
+
   it("posts once, then edits at most once per interval, and finishes with the full text", async () => {
     vi.useFakeTimers();
     const { sink, calls, maxInFlight } = recordingSink();
@@ -68,7 +90,7 @@ describe("ThrottledEditor", () => {
     for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(1000);
 
     const done = await editor.finish();
-    expect(done).toEqual({ messageId: "m1", text: full });
+    expect(done).toEqual({ messageId: "m1", text: full, shownText: full });
     expect(calls.at(-1)).toMatchObject({ kind: "edit", text: full });
     expect(calls.filter((c) => c.kind === "post")).toHaveLength(1);
     expect(maxInFlight()).toBe(1);
@@ -119,7 +141,7 @@ describe("ThrottledEditor", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(calls[0].text).toBe("012345678…");
     const closed = await editor.close();
-    expect(closed).toEqual({ messageId: "m1", text: "0123456789abcdef" });
+    expect(closed).toEqual({ messageId: "m1", text: "0123456789abcdef", shownText: "012345678…" });
     expect(() => editor.push("more")).toThrow();
   });
 
@@ -130,7 +152,7 @@ describe("ThrottledEditor", () => {
     quick.push("Echo: ");
     quick.push("hi");
     await vi.advanceTimersByTimeAsync(999);
-    expect(await quick.close()).toEqual({ messageId: null, text: "Echo: hi" });
+    expect(await quick.close()).toEqual({ messageId: null, text: "Echo: hi", shownText: null });
     await vi.advanceTimersByTimeAsync(5000);
     expect(short.calls).toEqual([]);
 
@@ -157,7 +179,7 @@ describe("ThrottledEditor", () => {
     expect(unposted.closeIfUnposted()).toBe(true);
     await vi.advanceTimersByTimeAsync(5000);
     expect(quiet.calls).toEqual([]);
-    expect(await unposted.close()).toEqual({ messageId: null, text: "Echo: hi" });
+    expect(await unposted.close()).toEqual({ messageId: null, text: "Echo: hi", shownText: null });
 
     // A post in flight: its message may appear, so the final text must edit it, not post again.
     let answer: (id: string) => void = () => undefined;
@@ -175,7 +197,7 @@ describe("ThrottledEditor", () => {
   it("posts the final text once when nothing was streamed before finish()", async () => {
     const { sink, calls } = recordingSink();
     const editor = new ThrottledEditor(sink, { intervalMs: 1000 });
-    await expect(editor.finish("whole answer")).resolves.toEqual({ messageId: "m1", text: "whole answer" });
+    await expect(editor.finish("whole answer")).resolves.toEqual({ messageId: "m1", text: "whole answer", shownText: "whole answer" });
     expect(calls).toEqual([expect.objectContaining({ kind: "post", text: "whole answer" })]);
   });
 });

@@ -29,6 +29,8 @@ export interface ThrottledEditorOptions {
 export interface FinishedStream {
   messageId: string | null;
   text: string;
+  /** What the posted message shows now (null: nothing posted, or no request succeeded). */
+  shownText: string | null;
 }
 
 export class ThrottledEditor {
@@ -42,6 +44,8 @@ export class ThrottledEditor {
   /** When the first text arrived: the first post waits firstPostDelayMs from here. */
   private firstTextAt: number | null = null;
   private finished = false;
+  /** The edit showFinal() makes, which close() waits for as for a preview in flight. */
+  private finalEdit: Promise<void> | null = null;
 
   constructor(
     private readonly sink: MessageSink,
@@ -82,14 +86,34 @@ export class ThrottledEditor {
   async finish(finalText?: string): Promise<FinishedStream> {
     if (finalText !== undefined) this.text = finalText;
     await this.close();
-    if (this.text === "" && this.messageId === null) return { messageId: null, text: "" };
+    if (this.text === "" && this.messageId === null) return { messageId: null, text: "", shownText: null };
     if (this.messageId === null) {
       this.messageId = await this.sink.post(this.text);
     } else if (this.sentText !== this.text) {
       await this.sink.edit(this.messageId, this.text);
     }
     this.sentText = this.text;
-    return { messageId: this.messageId, text: this.text };
+    return { messageId: this.messageId, text: this.text, shownText: this.sentText };
+  }
+
+  /**
+   * The whole text is known (the model is done): show it now in the posted message, in one edit
+   * that does not wait for the interval, while the caller records it. Nothing when nothing was
+   * posted or is being posted (the caller's final post sends it). A text too long for a preview
+   * is shown cut, as previews are; the caller's delivery sends it whole.
+   */
+  showFinal(text: string): void {
+    if (this.finished) return;
+    this.text = text;
+    this.stopPreviews();
+    if (this.messageId === null && !this.inFlight) return;
+    const previous = this.inFlight;
+    this.finalEdit = (async () => {
+      if (previous) await previous.catch(() => undefined);
+      const preview = this.preview();
+      if (this.messageId === null || preview === this.sentText) return;
+      await this.sendPreview(preview);
+    })();
   }
 
   /**
@@ -110,7 +134,8 @@ export class ThrottledEditor {
   async close(): Promise<FinishedStream> {
     this.stopPreviews();
     while (this.inFlight) await this.inFlight;
-    return { messageId: this.messageId, text: this.text };
+    if (this.finalEdit) await this.finalEdit;
+    return { messageId: this.messageId, text: this.text, shownText: this.messageId === null ? null : this.sentText };
   }
 
   /** No preview is scheduled or sent from now on. */
