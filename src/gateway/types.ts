@@ -60,6 +60,11 @@ export interface InboundMessage {
   sessionKey: string;
   /** A client-addressed session id (API X-Session-Id, WebSocket session_id). */
   sessionId?: string;
+  /**
+   * The sources (creating platforms) `sessionId` may have when it names a stored session; absent:
+   * any. A client sets its own platforms, so it cannot write into a chat platform's session.
+   */
+  sessionSources?: readonly string[];
   chatId: string | null;
   threadId: string | null;
   userId: string | null;
@@ -79,6 +84,8 @@ export interface InboundMessage {
   /** Text the model sees instead of `text`, when it differs (e.g. with a time stamp prefix). */
   apiText?: string | null;
 }
+
+export { SessionNotAddressableError } from "./session-not-addressable.js";
 
 export type AcceptResult =
   | { status: "accepted"; inboxId: number; sessionId: string; enqueued: boolean }

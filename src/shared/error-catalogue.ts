@@ -40,6 +40,8 @@ export const HTTP_ERRORS = {
   invalid_session_id: { status: 400, message: "X-Session-Id must be 1-128 characters of letters, digits, '.', '_', ':' and '-'" },
   invalid_idempotency_key: { status: 400, message: "Idempotency-Key must be 1-255 printable ASCII characters" },
   session_not_found: { status: 404, message: "no such session" },
+  /** X-Session-Id names a chat platform's session: the API writes only to API and WebSocket sessions. */
+  session_not_addressable: { status: 403, message: "this session belongs to a chat platform; send to API or WebSocket sessions only" },
   attachment_not_found: { status: 404, message: "no such attachment" },
   model_not_found: { status: 404, message: "no such model" },
   image_too_large: { status: 413, message: "an image is larger than allowed" },
@@ -83,6 +85,8 @@ export const FRAME_ERRORS = {
   /** `since` is older than what the session's stream still stores: some events cannot be replayed. */
   events_trimmed: "some events are no longer stored",
   internal: "internal error",
+  /** A `send` to a session a chat platform created: clients write only to their own sessions. */
+  session_not_addressable: "this session belongs to a chat platform; send to API or WebSocket sessions only",
 } as const satisfies Record<string, string>;
 
 export type FrameErrorCode = keyof typeof FRAME_ERRORS;
