@@ -220,6 +220,16 @@ export interface DirectPostRoute {
   answer(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void>;
 }
 
+/**
+ * A platform's signed POST route, as the HTTP server guards it before the route runs: a client
+ * address whose requests failed the route's signature or secret check (401) too often within a
+ * minute gets 429 with Retry-After, on every platform route, until the burst has aged.
+ */
+export interface PlatformRequestRule {
+  /** The exact path (compared without case and trailing slash, as Express routes it). */
+  path: string;
+}
+
 /** One platform. Adding a platform means adding one folder with one of these. */
 export interface PlatformAdapter {
   readonly platform: string;
@@ -228,6 +238,8 @@ export interface PlatformAdapter {
   routes?(ingress: GatewayIngress): Router;
   /** Routes of `routes()` the HTTP server may answer before Express: the same answers, less work each. */
   plainRoutes?(ingress: GatewayIngress): PlainPostRoute[];
+  /** The signed POST routes of `routes()`, for the HTTP server's guard (PlatformRequestRule). */
+  requestRules?(): PlatformRequestRule[];
   /** Long-lived clients (Discord gateway, Slack Socket Mode). */
   start?(ingress: GatewayIngress): Promise<void>;
   stop?(): Promise<void>;

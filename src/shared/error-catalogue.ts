@@ -64,6 +64,7 @@ export const HTTP_ERRORS = {
   // Platform routes
   invalid_signature: { status: 401, message: "missing or invalid signature" },
   invalid_secret_token: { status: 401, message: "missing or wrong X-Telegram-Bot-Api-Secret-Token" },
+  too_many_failed_signatures: { status: 429, message: "too many requests with a wrong signature or secret from this address" },
   malformed_request: { status: 400, message: "malformed request" },
   unknown_route: { status: 404, message: "unknown webhook route" },
   verification_failed: { status: 403, message: "hub.mode must be subscribe and hub.verify_token must match WHATSAPP_VERIFY_TOKEN" },

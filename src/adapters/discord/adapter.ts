@@ -21,7 +21,7 @@ import { discordThreadKey } from "./channels.js";
 import { DISCORD_MAX_CONTENT, normaliseDiscordApiUrl, type DiscordConfig } from "./config.js";
 import { discordPartOperations } from "./reply-operations.js";
 import { DiscordRest } from "./rest.js";
-import { discordRoutes } from "./routes.js";
+import { DISCORD_INTERACTIONS_PATH, discordRoutes } from "./routes.js";
 import { discordPublicKey } from "./signature.js";
 
 export interface DiscordAdapterDeps {
@@ -70,6 +70,8 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
       ? (ingress: GatewayIngress) =>
           discordRoutes(ingress, { publicKey, bodyLimitBytes: deps.bodyLimitBytes, logger, now })
       : undefined,
+
+    requestRules: publicKey ? () => [{ path: DISCORD_INTERACTIONS_PATH }] : undefined,
 
     start: bot ? (ingress: GatewayIngress) => bot.start(ingress) : undefined,
 

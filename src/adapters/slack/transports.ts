@@ -18,7 +18,7 @@ export interface SlackTransportsDeps {
   now: () => number;
 }
 
-export type SlackTransports = Pick<PlatformAdapter, "routes" | "plainRoutes" | "start" | "stop">;
+export type SlackTransports = Pick<PlatformAdapter, "routes" | "plainRoutes" | "requestRules" | "start" | "stop">;
 
 export function slackTransports(config: SlackConfig, deps: SlackTransportsDeps): SlackTransports {
   const { intakeContext, apiUrl, logger, now } = deps;
@@ -37,6 +37,8 @@ export function slackTransports(config: SlackConfig, deps: SlackTransportsDeps):
             intake: createSlackIntake(ingress, intakeContext),
           })
       : undefined,
+
+    requestRules: signingSecret ? () => [{ path: "/slack/events" }, { path: "/slack/commands" }] : undefined,
 
     // The events route again, for the HTTP server to answer without Express (the hot path).
     plainRoutes: signingSecret

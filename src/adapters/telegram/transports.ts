@@ -10,7 +10,7 @@ import type { TelegramConfig } from "./config.js";
 import type { TelegramIdentity } from "./identity.js";
 import { createTelegramIntake } from "./intake.js";
 import { TelegramPoller } from "./poller.js";
-import { telegramRoutes } from "./routes.js";
+import { TELEGRAM_WEBHOOK_PATH, telegramRoutes } from "./routes.js";
 import { registerTelegramBot, type TelegramSetup } from "./setup.js";
 
 /** The lock that makes one process of the deployment the poller. */
@@ -25,7 +25,7 @@ export interface TelegramTransportsDeps {
   now: () => number;
 }
 
-export type TelegramTransports = Pick<PlatformAdapter, "routes"> & Required<Pick<PlatformAdapter, "start" | "stop">>;
+export type TelegramTransports = Pick<PlatformAdapter, "routes" | "requestRules"> & Required<Pick<PlatformAdapter, "start" | "stop">>;
 
 export function telegramTransports(config: TelegramConfig, deps: TelegramTransportsDeps): TelegramTransports {
   const { api, identity, locks, logger, now } = deps;
@@ -47,6 +47,8 @@ export function telegramTransports(config: TelegramConfig, deps: TelegramTranspo
       ? (ingress: GatewayIngress) =>
           telegramRoutes({ secret: webhookSecret, bodyLimitBytes: deps.bodyLimitBytes, logger, intake: intakeFor(ingress) })
       : undefined,
+
+    requestRules: webhookSecret ? () => [{ path: TELEGRAM_WEBHOOK_PATH }] : undefined,
 
     async start(ingress: GatewayIngress) {
       await stop();

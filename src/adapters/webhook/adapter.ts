@@ -35,6 +35,8 @@ export function createWebhookAdapter(routesConfig: WebhookRoutes, deps: WebhookA
 
     // Every configured route again, at its exact path, for the HTTP server to answer without
     // express. Sync routes too: their answer (after the wait for the turn) is as plain.
+    requestRules: () => Object.keys(routes).map((name) => ({ path: `/webhooks/${name}` })),
+
     plainRoutes(ingress: GatewayIngress) {
       const answer = webhookAnswer(ingress, answerContext);
       return Object.keys(routes).map((name) => ({

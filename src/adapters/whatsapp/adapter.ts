@@ -14,7 +14,7 @@ import type { WhatsAppConfig } from "./config.js";
 import { WhatsAppGraph } from "./graph.js";
 import { fetchWhatsAppMedia } from "./media.js";
 import { createWhatsAppIntake } from "./intake.js";
-import { whatsappRoutes } from "./routes.js";
+import { WHATSAPP_WEBHOOK_PATH, whatsappRoutes } from "./routes.js";
 import { postPart, readReplyTarget, replyParts, WhatsAppSendGate } from "./send.js";
 
 export interface WhatsAppAdapterDeps {
@@ -46,6 +46,8 @@ export function createWhatsAppAdapter(config: WhatsAppConfig, deps: WhatsAppAdap
         intake: createWhatsAppIntake(ingress, { phoneNumberId: config.phoneNumberId, logger, now }),
       });
     },
+
+    requestRules: () => [{ path: WHATSAPP_WEBHOOK_PATH }],
 
     async send(reply: OutboundReply): Promise<SendResult> {
       const target = readReplyTarget(reply.target);
