@@ -221,13 +221,20 @@ export interface DirectPostRoute {
 }
 
 /**
- * A platform's signed POST route, as the HTTP server guards it before the route runs: a client
- * address whose requests failed the route's signature or secret check (401) too often within a
- * minute gets 429 with Retry-After, on every platform route, until the burst has aged.
+ * A platform's signed POST route, as the HTTP server guards it before the route reads its body:
+ * a client address whose requests failed the route's signature or secret check (401) too often
+ * within a minute gets 429 with Retry-After, on every platform route, until the burst has aged;
+ * what the headers alone can show (a signature header missing, a stale timestamp, a declared
+ * length over the platform's limit) is answered at once; and the bodies read before their
+ * signature is checked share one budget of bytes in the process (503 with Retry-After past it).
  */
 export interface PlatformRequestRule {
   /** The exact path (compared without case and trailing slash, as Express routes it). */
   path: string;
+  /** The largest body the platform sends there: the route's body limit too. */
+  maxBodyBytes: number;
+  /** Why the headers alone refuse the request (a catalogue answer), or null to read its body. */
+  refusal?(headers: IncomingHttpHeaders, nowMs: number): ErrorAnswer | null;
 }
 
 /** One platform. Adding a platform means adding one folder with one of these. */

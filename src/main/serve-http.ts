@@ -88,7 +88,9 @@ function createHttpServer(core: GatewayCore, options: GatewayOptions, { browser,
   return createServer(withPlatformGate(fastPath, {
     rules: platforms.list.flatMap((a) => a.requestRules?.() ?? []),
     clientAddress: (req) => clientAddress(req, browser.trustProxyHops),
+    hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
     attemptLimits: options.platformAttemptLimits,
+    unverifiedBudgetBytes: options.unverifiedBudgetBytes,
   }));
 }
 

@@ -55,6 +55,8 @@ export interface GatewayOptions {
   inProcessWakeUps?: boolean;
   /** Wrong platform signatures an address may send per window (tests that send many raise it). */
   platformAttemptLimits?: KeyAttemptLimits;
+  /** Bytes of platform request bodies read before their signature check, at once (default 8 MiB). */
+  unverifiedBudgetBytes?: number;
   /**
    * SQLite: checkpoint the WAL from a thread of its own (default) rather than inside commits. The
    * workers thread of `serve` says no: the main thread's checkpointer already checkpoints the

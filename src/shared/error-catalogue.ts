@@ -64,6 +64,8 @@ export const HTTP_ERRORS = {
   // Platform routes
   invalid_signature: { status: 401, message: "missing or invalid signature" },
   invalid_secret_token: { status: 401, message: "missing or wrong X-Telegram-Bot-Api-Secret-Token" },
+  /** Platform requests whose bodies are not verified yet hold the process's budget of bytes: retry shortly. */
+  too_many_unverified_requests: { status: 503, message: "too many platform requests are being received at once; retry shortly" },
   too_many_failed_signatures: { status: 429, message: "too many requests with a wrong signature or secret from this address" },
   malformed_request: { status: 400, message: "malformed request" },
   unknown_route: { status: 404, message: "unknown webhook route" },

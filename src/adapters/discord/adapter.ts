@@ -22,6 +22,9 @@ import { DISCORD_MAX_CONTENT, normaliseDiscordApiUrl, type DiscordConfig } from 
 import { discordPartOperations } from "./reply-operations.js";
 import { DiscordRest } from "./rest.js";
 import { DISCORD_INTERACTIONS_PATH, discordRoutes } from "./routes.js";
+import { discordHeadersProblem } from "./signature.js";
+import { headerValue } from "../shared/headers.js";
+import { headerRule, platformBodyLimit } from "../shared/request-rules.js";
 import { discordPublicKey } from "./signature.js";
 
 export interface DiscordAdapterDeps {
@@ -33,6 +36,9 @@ export interface DiscordAdapterDeps {
   fetch?: typeof fetch;
   now?: () => number;
 }
+
+/** An interaction is a command and its options (and resolved users, channels, attachments): a few KB. */
+const DISCORD_MAX_BODY_BYTES = 256 * 1024;
 
 export interface DiscordAdapter extends PlatformAdapter, MessagePoster {
   readonly platform: "discord";
@@ -62,16 +68,23 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
     },
   });
 
+  const bodyLimitBytes = platformBodyLimit(deps.bodyLimitBytes, DISCORD_MAX_BODY_BYTES);
   const adapter: DiscordAdapter = {
     platform: "discord",
     capabilities: { threads: true, edits: true, streaming: true, typing: true },
 
     routes: publicKey
       ? (ingress: GatewayIngress) =>
-          discordRoutes(ingress, { publicKey, bodyLimitBytes: deps.bodyLimitBytes, logger, now })
+          discordRoutes(ingress, { publicKey, bodyLimitBytes, logger, now })
       : undefined,
 
-    requestRules: publicKey ? () => [{ path: DISCORD_INTERACTIONS_PATH }] : undefined,
+    requestRules: publicKey
+      ? () => [
+          headerRule(DISCORD_INTERACTIONS_PATH, bodyLimitBytes, "invalid_signature", (headers) =>
+            discordHeadersProblem({ signature: headerValue(headers, "x-signature-ed25519"), timestamp: headerValue(headers, "x-signature-timestamp") }),
+          ),
+        ]
+      : undefined,
 
     start: bot ? (ingress: GatewayIngress) => bot.start(ingress) : undefined,
 
