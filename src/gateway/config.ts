@@ -15,6 +15,8 @@ export interface CoreConfig {
   queuePrefix: string;
   llm: { baseUrl: string | null; apiKey: string | null; model: string | null };
   echoChunkDelayMs: number;
+  /** Whether the echo model obeys `[[tool:...]]` in user messages (tests and demos only). */
+  echoToolDirectives: boolean;
   systemPrompt: string;
   busyModes: Record<string, BusyMode>;
   defaultBusyMode: BusyMode;

@@ -20,6 +20,7 @@ import { checkImage, checkMessageImages, MediaError, type MediaSettings } from "
 import type { AccessPolicy, Refusal } from "./access.js";
 import type { UsageLimits } from "./usage-limits.js";
 import type { BotLoops } from "./bot-loops.js";
+import { SessionNotAddressableError } from "./session-not-addressable.js";
 import type { AcceptResult, DeliveryReceipt, GatewayIngress, InboundImage, InboundMessage, TurnOutcome } from "./types.js";
 
 export interface IngressDeps {
@@ -363,12 +364,18 @@ export class Ingress implements GatewayIngress {
     return null;
   }
 
-  /** The conversation id this message belongs to; creates the session for a new key. */
+  /**
+   * The conversation id this message belongs to; creates the session for a new key. A session
+   * addressed by id whose source is not among `sessionSources` throws SessionNotAddressableError.
+   */
   private async conversationIdFor(message: InboundMessage): Promise<string> {
     const { store } = this.deps;
     if (message.sessionId) {
       if (message.seedHistory?.length) await this.seedSession(message);
-      return store.conversationIdOf(message.sessionId);
+      if (!message.sessionSources) return store.conversationIdOf(message.sessionId);
+      const { conversationId, source } = await store.addressedSession(message.sessionId);
+      if (source !== null && !message.sessionSources.includes(source)) throw new SessionNotAddressableError(message.sessionId, source);
+      return conversationId;
     }
     const { key, newId, input } = this.sessionForKeyOf(message);
     const session = await store.ensureSessionForKey(key, newId, input);

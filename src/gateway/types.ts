@@ -60,6 +60,11 @@ export interface InboundMessage {
   sessionKey: string;
   /** A client-addressed session id (API X-Session-Id, WebSocket session_id). */
   sessionId?: string;
+  /**
+   * The sources (creating platforms) `sessionId` may have when it names a stored session; absent:
+   * any. A client sets its own platforms, so it cannot write into a chat platform's session.
+   */
+  sessionSources?: readonly string[];
   chatId: string | null;
   threadId: string | null;
   userId: string | null;
@@ -83,6 +88,8 @@ export interface InboundMessage {
   /** Text the model sees instead of `text`, when it differs (e.g. with a time stamp prefix). */
   apiText?: string | null;
 }
+
+export { SessionNotAddressableError } from "./session-not-addressable.js";
 
 export type AcceptResult =
   | { status: "accepted"; inboxId: number; sessionId: string; enqueued: boolean }
@@ -223,6 +230,23 @@ export interface DirectPostRoute {
   answer(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void>;
 }
 
+/**
+ * A platform's signed POST route, as the HTTP server guards it before the route reads its body:
+ * a client address whose requests failed the route's signature or secret check (401) too often
+ * within a minute gets 429 with Retry-After, on every platform route, until the burst has aged;
+ * what the headers alone can show (a signature header missing, a stale timestamp, a declared
+ * length over the platform's limit) is answered at once; and the bodies read before their
+ * signature is checked share one budget of bytes in the process (503 with Retry-After past it).
+ */
+export interface PlatformRequestRule {
+  /** The exact path (compared without case and trailing slash, as Express routes it). */
+  path: string;
+  /** The largest body the platform sends there: the route's body limit too. */
+  maxBodyBytes: number;
+  /** Why the headers alone refuse the request (a catalogue answer), or null to read its body. */
+  refusal?(headers: IncomingHttpHeaders, nowMs: number): ErrorAnswer | null;
+}
+
 /** One platform. Adding a platform means adding one folder with one of these. */
 export interface PlatformAdapter {
   readonly platform: string;
@@ -231,6 +255,8 @@ export interface PlatformAdapter {
   routes?(ingress: GatewayIngress): Router;
   /** Routes of `routes()` the HTTP server may answer before Express: the same answers, less work each. */
   plainRoutes?(ingress: GatewayIngress): PlainPostRoute[];
+  /** The signed POST routes of `routes()`, for the HTTP server's guard (PlatformRequestRule). */
+  requestRules?(): PlatformRequestRule[];
   /** Long-lived clients (Discord gateway, Slack Socket Mode). */
   start?(ingress: GatewayIngress): Promise<void>;
   stop?(): Promise<void>;

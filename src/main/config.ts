@@ -81,6 +81,7 @@ const fileSchema = z.object({
   queue_prefix: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional(),
   llm: z.object({ base_url: z.string().url().optional(), api_key: z.string().optional(), model: z.string().optional() }).strict().optional(),
   echo_chunk_delay_ms: intFrom(0, 60_000).optional(),
+  echo_tool_directives: z.boolean().optional(),
   system_prompt: z.string().optional(),
   busy_modes: z.record(z.string(), busyMode).optional(),
   default_busy_mode: busyMode.optional(),
@@ -205,6 +206,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<GatewayCon
       model: envValue(env, "LLM_MODEL", str) ?? file.llm?.model ?? null,
     },
     echoChunkDelayMs: envValue(env, "ECHO_CHUNK_DELAY_MS", intFrom(0, 60_000)) ?? file.echo_chunk_delay_ms ?? 0,
+    // Off: with it on, every chat user on every platform runs any tool with arguments of choice.
+    echoToolDirectives: envValue(env, "ECHO_TOOL_DIRECTIVES", z.enum(["true", "false"]).transform((v) => v === "true")) ?? file.echo_tool_directives ?? false,
     systemPrompt: file.system_prompt ?? "You are a helpful assistant reached through a chat gateway.",
     busyModes: file.busy_modes ?? {},
     defaultBusyMode: envValue(env, "BUSY_MODE", busyMode) ?? file.default_busy_mode ?? "queue",

@@ -21,6 +21,7 @@ import { buildApp } from "./app.js";
 import type { Cleanups } from "./cleanups.js";
 import type { GatewayCore } from "./gateway-parts.js";
 import { withFastPath } from "./http-fast-path.js";
+import { withPlatformGate } from "./platform-gate.js";
 import type { GatewayOptions } from "./server.js";
 import { VERSION } from "./version.js";
 
@@ -38,7 +39,7 @@ export async function serveHttp(core: GatewayCore, options: GatewayOptions, mcp:
     keyCheck: new ApiKeyCheck(config.apiKey),
   };
   const app = buildExpressApp(core, options, mcp, access);
-  const server = createHttpServer(core, access, app);
+  const server = createHttpServer(core, options, access, app);
   const hub = attachHub(server, core, access);
   const port = await listen(server, config.port, config.host);
   cleanups.push(async () => {
@@ -78,15 +79,22 @@ function apiDeps({ ingress, events, store, config, logger }: GatewayCore): ApiSe
  * Slack's events, the webhook routes and the API's chat completions skip express (same answers,
  * less work per request); everything else is the app's.
  */
-function createHttpServer(core: GatewayCore, { browser, keyCheck }: Access, app: Express): Server {
+function createHttpServer(core: GatewayCore, options: GatewayOptions, { browser, keyCheck }: Access, app: Express): Server {
   const { ingress, logger, metrics, platforms } = core;
-  return createServer(withFastPath({
+  const fastPath = withFastPath({
     routes: platforms.list.flatMap((a) => a.plainRoutes?.(ingress) ?? []),
     directRoutes: [chatCompletionsRoute(apiDeps(core), protectedAccess(keyCheck, browser))],
     hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
     logger,
     fallback: app,
     onAnswered: (route, seconds) => metrics.ackSeconds.observe({ route }, seconds),
+  });
+  return createServer(withPlatformGate(fastPath, {
+    rules: platforms.list.flatMap((a) => a.requestRules?.() ?? []),
+    clientAddress: (req) => clientAddress(req, browser.trustProxyHops),
+    hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
+    attemptLimits: options.platformAttemptLimits,
+    unverifiedBudgetBytes: options.unverifiedBudgetBytes,
   }));
 }
 

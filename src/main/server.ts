@@ -11,6 +11,7 @@ import type { ModelProvider } from "../agent/types.js";
 import type { SessionStore } from "../state/types.js";
 import type { GatewayConfig } from "./config.js";
 import type { WorkersThreadStatus } from "./workers-thread-protocol.js";
+import type { KeyAttemptLimits } from "../clients/key-attempts.js";
 import type { EventBus } from "../bus/event-bus.js";
 import type { Ingress } from "../gateway/ingress.js";
 import { RedisKeys } from "../bus/keys.js";
@@ -52,6 +53,10 @@ export interface GatewayOptions {
    * process serves HTTP too. Tests say no to drive the queue path alone.
    */
   inProcessWakeUps?: boolean;
+  /** Wrong platform signatures an address may send per window (tests that send many raise it). */
+  platformAttemptLimits?: KeyAttemptLimits;
+  /** Bytes of platform request bodies read before their signature check, at once (default 8 MiB). */
+  unverifiedBudgetBytes?: number;
   /**
    * SQLite: checkpoint the WAL from a thread of its own (default) rather than inside commits. The
    * workers thread of `serve` says no: the main thread's checkpointer already checkpoints the

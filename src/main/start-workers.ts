@@ -49,7 +49,7 @@ export async function startWorkers(core: GatewayCore, options: GatewayOptions, m
 
 /** The configured model server, or the offline echo model when none is set. */
 function createModelProvider({ config }: GatewayCore): Promise<ModelProvider> {
-  return createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs });
+  return createProvider({ baseUrl: config.llm.baseUrl ?? undefined, apiKey: config.llm.apiKey ?? undefined, model: config.llm.model ?? undefined, echoChunkDelayMs: config.echoChunkDelayMs, echoToolDirectives: config.echoToolDirectives });
 }
 
 /**

@@ -12,6 +12,9 @@ export class ConfigError extends Error {
   }
 }
 
+/** The fewest characters a secret of our choosing may have (a platform route's secret, a webhook's). */
+export const MIN_SECRET_CHARS = 16;
+
 /** The environment, as the loader reads it. */
 export type Env = Readonly<Record<string, string | undefined>>;
 

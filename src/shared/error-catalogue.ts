@@ -41,6 +41,8 @@ export const HTTP_ERRORS = {
   invalid_session_id: { status: 400, message: "X-Session-Id must be 1-128 characters of letters, digits, '.', '_', ':' and '-'" },
   invalid_idempotency_key: { status: 400, message: "Idempotency-Key must be 1-255 printable ASCII characters" },
   session_not_found: { status: 404, message: "no such session" },
+  /** X-Session-Id names a chat platform's session: the API writes only to API and WebSocket sessions. */
+  session_not_addressable: { status: 403, message: "this session belongs to a chat platform; send to API or WebSocket sessions only" },
   attachment_not_found: { status: 404, message: "no such attachment" },
   model_not_found: { status: 404, message: "no such model" },
   pairing_not_found: { status: 404, message: "no live pairing code or approved user of that name" },
@@ -64,6 +66,9 @@ export const HTTP_ERRORS = {
   // Platform routes
   invalid_signature: { status: 401, message: "missing or invalid signature" },
   invalid_secret_token: { status: 401, message: "missing or wrong X-Telegram-Bot-Api-Secret-Token" },
+  /** Platform requests whose bodies are not verified yet hold the process's budget of bytes: retry shortly. */
+  too_many_unverified_requests: { status: 503, message: "too many platform requests are being received at once; retry shortly" },
+  too_many_failed_signatures: { status: 429, message: "too many requests with a wrong signature or secret from this address" },
   malformed_request: { status: 400, message: "malformed request" },
   unknown_route: { status: 404, message: "unknown webhook route" },
   verification_failed: { status: 403, message: "hub.mode must be subscribe and hub.verify_token must match WHATSAPP_VERIFY_TOKEN" },
@@ -85,6 +90,8 @@ export const FRAME_ERRORS = {
   /** `since` is older than what the session's stream still stores: some events cannot be replayed. */
   events_trimmed: "some events are no longer stored",
   internal: "internal error",
+  /** A `send` to a session a chat platform created: clients write only to their own sessions. */
+  session_not_addressable: "this session belongs to a chat platform; send to API or WebSocket sessions only",
 } as const satisfies Record<string, string>;
 
 export type FrameErrorCode = keyof typeof FRAME_ERRORS;

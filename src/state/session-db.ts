@@ -302,6 +302,10 @@ export class SessionDB implements SessionStore {
     return this.run(() => this.sessions.conversationIdOf(sessionId));
   }
 
+  async addressedSession(sessionId: string): Promise<{ conversationId: string; source: string | null }> {
+    return this.run(() => ({ conversationId: this.sessions.conversationIdOf(sessionId), source: this.sessions.sourceOf(sessionId) }));
+  }
+
   async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
     const { messageIds } = await this.flushTurn(sessionId, [message]);
     return messageIds[0];

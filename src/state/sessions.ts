@@ -25,6 +25,7 @@ export class SessionSql {
   private readonly insert: Statement<[Record<string, unknown>], SessionRow>;
   private readonly selectOne: Statement<[string], SessionRow>;
   private readonly selectParent: Statement<[string], ParentLink>;
+  private readonly selectSource: Statement<[string], { source: string }>;
   private readonly selectEndReason: Statement<[string], ParentState>;
   private readonly selectCompressionChild: Statement<[string], { id: string }>;
   private readonly end: Statement<[number, string, string]>;
@@ -49,6 +50,7 @@ export class SessionSql {
     );
     this.selectOne = db.prepare("SELECT * FROM sessions WHERE id = ?");
     this.selectParent = db.prepare("SELECT parent_session_id FROM sessions WHERE id = ?");
+    this.selectSource = db.prepare("SELECT source FROM sessions WHERE id = ?");
     this.selectEndReason = db.prepare("SELECT end_reason FROM sessions WHERE id = ?");
     this.selectCompressionChild = db.prepare(
       `SELECT child.id FROM sessions child
@@ -159,6 +161,11 @@ export class SessionSql {
       current = parentId;
     }
     return current;
+  }
+
+  /** The platform that created the session; null when it has no row. */
+  sourceOf(id: string): string | null {
+    return this.selectSource.get(id)?.source ?? null;
   }
 
   private rememberRoot(id: string): void {

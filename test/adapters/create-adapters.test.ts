@@ -44,9 +44,9 @@ describe("createAdapters", () => {
     expect(polling.map((a) => a.platform)).toEqual(["telegram"]);
     expect(polling[0].routes).toBeUndefined();
     expect(polling[0].start).toBeTypeOf("function");
-    const webhook = createAdapters(loadConfig({ TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "s3cret" }), deps);
+    const webhook = createAdapters(loadConfig({ TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "s3cret-of-sixteen-plus" }), deps);
     expect(webhook[0].routes).toBeTypeOf("function");
-    expect(() => loadConfig({ TELEGRAM_WEBHOOK_SECRET: "s3cret" })).toThrow(/TELEGRAM_BOT_TOKEN/);
+    expect(() => loadConfig({ TELEGRAM_WEBHOOK_SECRET: "s3cret-of-sixteen-plus" })).toThrow(/TELEGRAM_BOT_TOKEN/);
   });
 
   it("enables webhooks when routes exist, and all three together", () => {
@@ -57,7 +57,7 @@ describe("createAdapters", () => {
       DISCORD_API_URL: "http://127.0.0.1:1/api/v10",
     };
     const adapters = createAdapters(
-      loadConfig(env, { webhooks: { ci: { secret: "x", style: "github", reply: "sync" } } }),
+      loadConfig(env, { webhooks: { ci: { secret: "s3cret-of-sixteen-plus", style: "github", reply: "sync" } } }),
       deps,
     );
     expect(adapters.map((a) => a.platform)).toEqual(["slack", "discord", "webhook"]);

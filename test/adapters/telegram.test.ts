@@ -171,16 +171,16 @@ describe("Telegram configuration", () => {
     expect(telegramConfigFrom({})).toBeNull();
     expect(telegramConfigFrom({ TELEGRAM_BOT_TOKEN: TOKEN })).toEqual({ botToken: TOKEN, apiUrl: "https://api.telegram.org", webhookSecret: null, webhookUrl: null });
     expect(() => telegramConfigFrom({ TELEGRAM_BOT_TOKEN: "not-a-token" })).toThrow(/^TELEGRAM_BOT_TOKEN: /);
-    expect(() => telegramConfigFrom({ TELEGRAM_WEBHOOK_SECRET: "s" })).toThrow(/^TELEGRAM_BOT_TOKEN: /);
+    expect(() => telegramConfigFrom({ TELEGRAM_WEBHOOK_SECRET: "s3cret-of-sixteen-plus" })).toThrow(/^TELEGRAM_BOT_TOKEN: /);
     expect(() => telegramConfigFrom({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_WEBHOOK_SECRET: "has spaces" })).toThrow(/^TELEGRAM_WEBHOOK_SECRET: /);
     expect(() => telegramConfigFrom({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_WEBHOOK_URL: "https://x.example/telegram/webhook" })).toThrow(/^TELEGRAM_WEBHOOK_SECRET: /);
-    expect(() => telegramConfigFrom({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_WEBHOOK_SECRET: "s", TELEGRAM_WEBHOOK_URL: "http://x.example/hook" })).toThrow(/^TELEGRAM_WEBHOOK_URL: /);
+    expect(() => telegramConfigFrom({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_WEBHOOK_SECRET: "s3cret-of-sixteen-plus", TELEGRAM_WEBHOOK_URL: "http://x.example/hook" })).toThrow(/^TELEGRAM_WEBHOOK_URL: /);
     expect(telegramConfigFrom({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: "http://127.0.0.1:8081/" })?.apiUrl).toBe("http://127.0.0.1:8081");
   });
 
   it("is read by loadConfig, whose errors name the key", () => {
     expect(loadConfig({}).telegram).toBeNull();
-    expect(loadConfig({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_WEBHOOK_SECRET: "abc_DEF-1" }).telegram).toMatchObject({ webhookSecret: "abc_DEF-1" });
+    expect(loadConfig({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_WEBHOOK_SECRET: "abc_DEF-1-sixteen-plus" }).telegram).toMatchObject({ webhookSecret: "abc_DEF-1-sixteen-plus" });
     expect(() => loadConfig({ TELEGRAM_BOT_TOKEN: "x" })).toThrow(/TELEGRAM_BOT_TOKEN/);
   });
 });

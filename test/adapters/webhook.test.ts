@@ -349,10 +349,10 @@ describe("webhook signing functions", () => {
   });
 
   it("validates route config with errors naming the key", () => {
-    expect(() => parseWebhookRoutes({ a: { secret: "s", style: "gitlab", reply: "sync" } })).toThrow(/webhooks\.a\.style/);
-    expect(() => parseWebhookRoutes({ a: { secret: "s", style: "github", reply: "callback" } })).toThrow(
+    expect(() => parseWebhookRoutes({ a: { secret: "s3cret-of-sixteen-plus", style: "gitlab", reply: "sync" } })).toThrow(/webhooks\.a\.style/);
+    expect(() => parseWebhookRoutes({ a: { secret: "s3cret-of-sixteen-plus", style: "github", reply: "callback" } })).toThrow(
       /webhooks\.a\.callback_url/,
     );
-    expect(() => parseWebhookRoutes({ "a:b": { secret: "s", style: "github", reply: "sync" } })).toThrow(/webhooks/);
+    expect(() => parseWebhookRoutes({ "a:b": { secret: "s3cret-of-sixteen-plus", style: "github", reply: "sync" } })).toThrow(/webhooks/);
   });
 });

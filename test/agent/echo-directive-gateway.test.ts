@@ -10,7 +10,7 @@ describe("the echo model under an adversarial message", () => {
   let gateway: GatewayProcess;
 
   beforeAll(async () => {
-    gateway = await spawnGatewayProcess(["serve"], testGatewayEnv(temp.dir, { LLM_BASE_URL: "", LLM_MODEL: "", SWITCHBOARD_API_KEY: "", SWITCHBOARD_CONFIG: "" }));
+    gateway = await spawnGatewayProcess(["serve"], testGatewayEnv(temp.dir, { LLM_BASE_URL: "", LLM_MODEL: "", SWITCHBOARD_API_KEY: "", SWITCHBOARD_CONFIG: "", ECHO_TOOL_DIRECTIVES: "true" }));
   }, 60_000);
 
   afterAll(async () => {

@@ -75,6 +75,9 @@ describe("the bad-input corpus", () => {
         // Nothing listens there either.
         WHATSAPP_API_URL: "http://127.0.0.1:9/v21.0",
       },
+      // Dozens of forged signatures from one address: each case must get its own 4xx, not the
+      // 429 past the burst (platform-secrets.e2e.test.ts tests that one).
+      platformAttemptLimits: { maxFailures: 10_000, windowMs: 60_000, maxAddresses: 10 },
     });
     base = gw.gateway.url as string;
     const first = await rawRequest(base, { method: "POST", path: "/webhooks/gh", headers: { "content-type": "application/json", ...githubHeaders(acceptedBody) }, body: acceptedBody });

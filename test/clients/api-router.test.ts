@@ -186,7 +186,10 @@ describe("POST /v1/chat/completions (non-streaming)", () => {
     expect(second.text).toBe(first.text);
     expect(second.headers.get("x-session-id")).toBe(first.headers.get("x-session-id"));
     expect(ingress.turnsRun).toEqual([1]);
-    expect(ingress.accepted.map((m) => m.platformMessageId)).toEqual(["idem:retry-1", "idem:retry-1"]);
+    // Scoped to the body (no session): its digest sits between the (empty) session and the key.
+    const [id, retried] = ingress.accepted.map((m) => m.platformMessageId);
+    expect(id).toMatch(/^idem::[\w-]{43}:retry-1$/);
+    expect(retried).toBe(id);
     // The retry goes to the first request's session and seeds nothing new.
     expect(ingress.accepted[1].sessionId).toBe(first.headers.get("x-session-id"));
     expect(ingress.accepted[1].seedHistory).toBeUndefined();
@@ -198,7 +201,10 @@ describe("POST /v1/chat/completions (non-streaming)", () => {
     const b = await post(body, { "Idempotency-Key": "1", "X-Session-Id": "scope-b" });
     const again = await post(body, { "Idempotency-Key": "1", "X-Session-Id": "scope-a" });
     expect([a.status, b.status, again.status]).toEqual([200, 200, 200]);
-    expect(ingress.accepted.map((m) => m.platformMessageId)).toEqual(["idem:scope-a:1", "idem:scope-b:1", "idem:scope-a:1"]);
+    const ids = ingress.accepted.map((m) => m.platformMessageId);
+    expect(ids[0]).toMatch(/^idem:scope-a:[\w-]{43}:1$/);
+    expect(ids[1]).toMatch(/^idem:scope-b:[\w-]{43}:1$/);
+    expect(ids[2]).toBe(ids[0]);
     expect(ingress.turnsRun).toHaveLength(2);
     expect(again.text).toBe(a.text);
   });

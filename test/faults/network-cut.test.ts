@@ -11,6 +11,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { redisOptionsFromUrl } from "../../src/bus/redis-url.js";
+import { idempotentMessageId } from "../../src/clients/openai/chat-completions.js";
 import { openStore, type SessionStore } from "../../src/state/index.js";
 import { formatConnectionUrl, parseConnectionUrl } from "../../src/state/postgres/connection-url.js";
 import { spawnGatewayProcess, waitFor, type GatewayProcess } from "../support/gateway.js";
@@ -90,9 +91,18 @@ function chat(url: string, sessionId: string, key: string, text: string, signal?
   return fetch(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${API_KEY}`, "x-session-id": sessionId, "idempotency-key": key },
-    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
+    body: JSON.stringify(chatBody(text)),
     signal,
   }).catch((err: Error) => err);
+}
+
+function chatBody(text: string): unknown {
+  return { model: "echo", messages: [{ role: "user", content: text }] };
+}
+
+/** The inbox key of the chat request with this session, Idempotency-Key and text. */
+function inboxKey(sessionId: string, key: string, text: string): string {
+  return idempotentMessageId(sessionId, chatBody(text), key);
 }
 
 async function replyText(response: Response | Error): Promise<string> {
@@ -190,7 +200,7 @@ describe.skipIf(unsupported !== null)(`a node whose network is cut mid-turn${uns
     const hostUrl = hostNode.url as string;
 
     // Cut mid-turn.
-    expect((await db.findInboxRow("api", `idem:${sessionId}:m0`))?.status).toBe("pending");
+    expect((await db.findInboxRow("api", inboxKey(sessionId, "m0", texts[0])))?.status).toBe("pending");
     expect((await db.getSessionTurnLease(sessionId))?.holder).toBe(cutHolder);
     ns.cut();
     const cutAt = performance.now();
@@ -199,12 +209,12 @@ describe.skipIf(unsupported !== null)(`a node whose network is cut mid-turn${uns
     const later: Promise<Response | Error>[] = [];
     for (const i of [1, 2]) {
       later.push(chat(hostUrl, sessionId, `m${i}`, texts[i]));
-      await waitFor(() => db.findInboxRow("api", `idem:${sessionId}:m${i}`), 20_000, `m${i} recorded`, 20);
+      await waitFor(() => db.findInboxRow("api", inboxKey(sessionId, `m${i}`, texts[i])), 20_000, `m${i} recorded`, 20);
     }
     await waitFor(
       async () => {
         const holder = (await db.getSessionTurnLease(sessionId))?.holder;
-        return (holder !== undefined && holder !== cutHolder) || (await db.findInboxRow("api", `idem:${sessionId}:m0`))?.status !== "pending";
+        return (holder !== undefined && holder !== cutHolder) || (await db.findInboxRow("api", inboxKey(sessionId, "m0", texts[0])))?.status !== "pending";
       },
       30_000,
       "the host node to take the conversation over",
@@ -212,7 +222,7 @@ describe.skipIf(unsupported !== null)(`a node whose network is cut mid-turn${uns
     );
     const takenOverMs = Math.round(performance.now() - cutAt);
     for (const i of [0, 1, 2]) {
-      await waitFor(async () => (await db.findInboxRow("api", `idem:${sessionId}:m${i}`))?.status === "done", 30_000, `m${i} answered`, 50);
+      await waitFor(async () => (await db.findInboxRow("api", inboxKey(sessionId, `m${i}`, texts[i])))?.status === "done", 30_000, `m${i} answered`, 50);
     }
     const answeredMs = Math.round(performance.now() - cutAt);
     // The cut node holds its lease until it expires, never beyond: the takeover waits at most the TTL (plus polling).

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { idempotentMessageId } from "../../src/clients/openai/chat-completions.js";
 import { openStore, type SessionStore } from "../../src/state/index.js";
 import { spawnGatewayProcess, waitFor, type GatewayProcess } from "../support/gateway.js";
 import { dropSchema, testDatabaseUrl, uniqueSchema } from "../support/postgres.js";
@@ -37,8 +38,17 @@ function chat(node: Node, sessionId: string, key: string, text: string): Promise
   return fetch(`${node.process.url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-session-id": sessionId, "idempotency-key": key },
-    body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
+    body: JSON.stringify(chatBody(text)),
   }).catch((err: Error) => err);
+}
+
+function chatBody(text: string): unknown {
+  return { model: "echo", messages: [{ role: "user", content: text }] };
+}
+
+/** The inbox key of the chat request with this session, Idempotency-Key and text. */
+function inboxKey(sessionId: string, key: string, text: string): string {
+  return idempotentMessageId(sessionId, chatBody(text), key);
 }
 
 async function replyText(response: Response | Error): Promise<string> {
@@ -92,7 +102,7 @@ describe("gateway nodes on several machines sharing PostgreSQL and Redis", () =>
     const send = async (sessionId: string, index: number, text: string, node: Node): Promise<void> => {
       const key = `m${index}`;
       sent.push({ sessionId, key, text, node, response: chat(node, sessionId, key, text) });
-      await waitFor(() => db.findInboxRow("api", `idem:${sessionId}:${key}`), 20_000, `${sessionId} ${key} recorded`, 20);
+      await waitFor(() => db.findInboxRow("api", inboxKey(sessionId, key, text)), 20_000, `${sessionId} ${key} recorded`, 20);
     };
     for (let i = 0; i < 3; i++) {
       for (const [s, sessionId] of sessions.entries()) {
@@ -107,7 +117,7 @@ describe("gateway nodes on several machines sharing PostgreSQL and Redis", () =>
     if (!victim) throw new Error(`the lease holder ${holder} is neither node`);
     const survivor = nodes.find((node) => node !== victim)!;
     expect(holder).toContain(`host=${victim.name}`);
-    expect((await db.findInboxRow("api", `idem:${sessions[0]}:m0`))?.status).toBe("pending");
+    expect((await db.findInboxRow("api", inboxKey(sessions[0], "m0", `${sessions[0]} m0 ${LONG_WORDS}`)))?.status).toBe("pending");
     victim.process.child.kill("SIGKILL");
     await victim.process.exited;
     const killedAt = performance.now();
@@ -118,13 +128,13 @@ describe("gateway nodes on several machines sharing PostgreSQL and Redis", () =>
     await waitFor(
       async () =>
         (await db.getSessionTurnLease(sessions[0]))?.holder.startsWith(`pid=${survivor.process.pid}:`) ||
-        (await db.findInboxRow("api", `idem:${sessions[0]}:m0`))?.status !== "pending",
+        (await db.findInboxRow("api", inboxKey(sessions[0], "m0", `${sessions[0]} m0 ${LONG_WORDS}`)))?.status !== "pending",
       30_000,
       "the survivor to take the killed turn over",
       20,
     );
     const takenOverMs = Math.round(performance.now() - killedAt);
-    await waitFor(async () => (await db.findInboxRow("api", `idem:${sessions[0]}:m0`))?.status !== "pending", 30_000, "the killed turn redone", 50);
+    await waitFor(async () => (await db.findInboxRow("api", inboxKey(sessions[0], "m0", `${sessions[0]} m0 ${LONG_WORDS}`)))?.status !== "pending", 30_000, "the killed turn redone", 50);
     const redoneMs = Math.round(performance.now() - killedAt);
     console.info(`several nodes (lease TTL ${LEASE_TTL_SECONDS} s): killed turn taken over ${takenOverMs} ms, redone ${redoneMs} ms after the kill`);
     // Another host's holder cannot be proved dead: its lease is waited out, then the turn starts again.

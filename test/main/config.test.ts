@@ -136,9 +136,9 @@ describe("configuration", () => {
     const temp = makeTempDir("sb-config");
     try {
       const good = join(temp.dir, "good.yaml");
-      writeFileSync(good, "webhooks:\n  gh:\n    secret: s3cret\n    style: github\n    reply: sync\nbusy_modes:\n  slack: interrupt\n  discord: steer\n");
+      writeFileSync(good, "webhooks:\n  gh:\n    secret: s3cret-of-sixteen-plus\n    style: github\n    reply: sync\nbusy_modes:\n  slack: interrupt\n  discord: steer\n");
       const config = loadConfig({ SWITCHBOARD_CONFIG: good });
-      expect(config.webhooks.gh).toMatchObject({ secret: "s3cret", style: "github", reply: "sync" });
+      expect(config.webhooks.gh).toMatchObject({ secret: "s3cret-of-sixteen-plus", style: "github", reply: "sync" });
       expect(busyModeFor(config, "slack")).toBe("interrupt");
       expect(busyModeFor(config, "discord")).toBe("steer");
       expect(busyModeFor(config, "webhook")).toBe("queue");
@@ -150,13 +150,13 @@ describe("configuration", () => {
       expect(() => loadConfig({ BUSY_MODE: "steering" })).toThrow(/BUSY_MODE/);
 
       const bad = join(temp.dir, "bad.yaml");
-      writeFileSync(bad, "webhooks:\n  gh:\n    secret: s\n    style: gitlab\n");
+      writeFileSync(bad, "webhooks:\n  gh:\n    secret: s3cret-of-sixteen-plus\n    style: gitlab\n");
       expect(() => loadConfig({ SWITCHBOARD_CONFIG: bad })).toThrow(/webhooks\.gh\.style/);
       const unknown = join(temp.dir, "unknown.yaml");
       writeFileSync(unknown, "prot: 1\n");
       expect(() => loadConfig({ SWITCHBOARD_CONFIG: unknown })).toThrow(/prot/);
       const callback = join(temp.dir, "callback.yaml");
-      writeFileSync(callback, "webhooks:\n  cb:\n    secret: s\n    reply: callback\n");
+      writeFileSync(callback, "webhooks:\n  cb:\n    secret: s3cret-of-sixteen-plus\n    reply: callback\n");
       expect(() => loadConfig({ SWITCHBOARD_CONFIG: callback })).toThrow(/webhooks\.cb\.callback_url/);
     } finally {
       temp.cleanup();
@@ -229,10 +229,10 @@ describe("config sections", () => {
     const temp = makeTempDir("sb-config-webhooks");
     try {
       const cases: Array<[string, RegExp]> = [
-        [`webhooks:\n  ${"r".repeat(65)}:\n    secret: s\n    style: github\n    reply: sync\n`, /webhooks\.r{65}: Invalid key/],
-        ["webhooks:\n  cb:\n    secret: s\n    style: github\n    reply: callback\n    callback_url: ftp://example.com/x\n", /webhooks\.cb\.callback_url/],
-        ["webhooks:\n  gh:\n    secret: s\n    style: github\n    reply: sync\n    sync_timeout_ms: 50\n", /webhooks\.gh\.sync_timeout_ms/],
-        ["webhooks:\n  gh:\n    secret: s\n    style: gitlab\n    reply: sync\n", /webhooks\.gh\.style/],
+        [`webhooks:\n  ${"r".repeat(65)}:\n    secret: s3cret-of-sixteen-plus\n    style: github\n    reply: sync\n`, /webhooks\.r{65}: Invalid key/],
+        ["webhooks:\n  cb:\n    secret: s3cret-of-sixteen-plus\n    style: github\n    reply: callback\n    callback_url: ftp://example.com/x\n", /webhooks\.cb\.callback_url/],
+        ["webhooks:\n  gh:\n    secret: s3cret-of-sixteen-plus\n    style: github\n    reply: sync\n    sync_timeout_ms: 50\n", /webhooks\.gh\.sync_timeout_ms/],
+        ["webhooks:\n  gh:\n    secret: s3cret-of-sixteen-plus\n    style: gitlab\n    reply: sync\n", /webhooks\.gh\.style/],
         ["webhooks:\n  gh:\n    secret: ''\n    style: github\n    reply: sync\n", /webhooks\.gh\.secret: secret must not be empty/],
       ];
       for (const [index, [yaml, error]] of cases.entries()) {
@@ -242,11 +242,11 @@ describe("config sections", () => {
       }
       // Every fault of a route is named at once.
       const both = join(temp.dir, "both.yaml");
-      writeFileSync(both, "webhooks:\n  cb:\n    secret: s\n    style: gitlab\n    reply: callback\n");
+      writeFileSync(both, "webhooks:\n  cb:\n    secret: s3cret-of-sixteen-plus\n    style: gitlab\n    reply: callback\n");
       expect(() => loadConfig({ SWITCHBOARD_CONFIG: both })).toThrow(/webhooks\.cb\.style.*webhooks\.cb\.callback_url/);
       // A route that names only its secret is a GitHub-style sync route, as documented.
       const minimal = join(temp.dir, "minimal.yaml");
-      writeFileSync(minimal, "webhooks:\n  gh:\n    secret: s\n");
+      writeFileSync(minimal, "webhooks:\n  gh:\n    secret: s3cret-of-sixteen-plus\n");
       expect(loadConfig({ SWITCHBOARD_CONFIG: minimal }).webhooks.gh).toMatchObject({ style: "github", reply: "sync" });
     } finally {
       temp.cleanup();

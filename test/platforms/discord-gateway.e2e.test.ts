@@ -3,6 +3,8 @@
 // (HELLO, IDENTIFY, READY, GUILD_CREATE, heartbeats), receives MESSAGE_CREATE events and
 // answers through REST; after the gateway drops it or asks it to reconnect, it resumes.
 import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { FakeDiscord, type FakeDiscordMessage } from "../support/fake-discord.js";
@@ -117,6 +119,26 @@ describe("the Discord bot on a Discord-like gateway", () => {
     const row = await gw.gateway.store.findInboxRow("discord", id);
     const [user] = (await gw.gateway.store.getMessages(row!.session_id)).filter((m) => m.platform_message_id === id);
     expect(user.attachments).toMatchObject([{ content_type: "image/png", size_bytes: 1229, name: "engine.png" }]);
+  });
+
+  it("checks every redirect hop: a CDN URL that redirects to another host is not followed there", async () => {
+    const elsewhere: string[] = [];
+    const server = createServer((req, res) => {
+      elsewhere.push(req.url ?? "");
+      res.writeHead(200, { "content-type": "image/png" }).end(Buffer.from("89504e470d0a1a0a", "hex"));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const moved = discordRest.addRedirectingAttachment(GENERAL, "moved.png", `http://localhost:${port}/moved.png`, "image/png");
+      const id = discordGateway.guildMessage({ channelId: GENERAL, author: ADA, content: `<@${BOT.id}> and this?`, attachments: [moved] });
+      const expected = "Echo: and this?\n[attachment moved.png was not included: localhost is not a Discord CDN host]";
+      expect(await answered(GENERAL, id, expected)).toHaveLength(1);
+      expect(elsewhere).toEqual([]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("does not answer its own message or a guild message not addressed to it", async () => {

@@ -103,4 +103,14 @@ describe("Slack files", () => {
     expect(reply).toContain("[attachment bait.png was not included: localhost is not a Slack file host]");
     expect(elsewhereRequests).toHaveLength(0);
   });
+
+  it("checks every redirect hop: a Slack file URL that redirects to another host is not followed there", async () => {
+    const port = (elsewhere.address() as AddressInfo).port;
+    const before = elsewhereRequests.length;
+    const file = fake.addRedirectingFile("moved.png", `http://localhost:${port}/moved.png`, "image/png");
+    const { reply } = await mentionWithFiles("a moved file", [file]);
+    expect(reply).toContain("[attachment moved.png was not included: localhost is not a Slack file host]");
+    expect(reply).not.toContain("[image:");
+    expect(elsewhereRequests.length).toBe(before);
+  });
 });

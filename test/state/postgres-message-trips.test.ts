@@ -105,8 +105,8 @@ describe("one message's path on PostgreSQL", () => {
   it("a new session's first API message: its row created with the input at admission, 10 statements and 6 round trips", async () => {
     const stages = await countedStages((url, i) => (i === "counted" ? ask(url, "fresh", "counted") : ask(url, `warm-${i}`, `warm ${i}`)));
     expect(stages).toEqual({
-      // The ingress's read of its conversation (the lease's own is the admission's first statement): an id without a row is read each time.
-      conversationIdOf: { statements: 1, roundTrips: 1, commits: 0 },
+      // The ingress's read of its conversation and the session's source (the lease's own is the admission's first statement): an id without a row is read each time.
+      addressedSession: { statements: 1, roundTrips: 1, commits: 0 },
       recordInboundBatch: { statements: 1, roundTrips: 1, commits: 1 },
       acquireSessionTurnLease: { statements: 5, roundTrips: 2, commits: 2 },
       flushTurn: { statements: 1, roundTrips: 1, commits: 1 },

@@ -66,6 +66,7 @@ export class FakeDiscord {
   private expiredTokens = new Set<string>();
   readonly cdnDownloads: FakeCdnDownload[] = [];
   private readonly cdnFiles = new Map<string, { data: Buffer; contentType: string }>();
+  private readonly cdnRedirects = new Map<string, string>();
   private readonly cdnKey = randomBytes(16);
   private sequence = 0n;
 
@@ -125,6 +126,13 @@ export class FakeDiscord {
     return { id, filename, size: data.length, url, proxy_url: url, content_type: contentType };
   }
 
+  /** An attachment whose signed CDN URL answers 302 to `location`. */
+  addRedirectingAttachment(channelId: string, filename: string, location: string, contentType: string): FakeDiscordAttachment {
+    const attachment = this.addAttachment(channelId, filename, Buffer.alloc(0), contentType);
+    this.cdnRedirects.set(new URL(attachment.url).pathname, location);
+    return attachment;
+  }
+
   messagesIn(channelId: string): FakeDiscordMessage[] {
     return [...this.messages.values()].filter((m) => m.channel_id === channelId);
   }
@@ -149,6 +157,12 @@ export class FakeDiscord {
     if (!served || !file) {
       res.writeHead(404, { "content-type": "text/plain" });
       res.end("This content is no longer available.");
+      return;
+    }
+    const redirect = this.cdnRedirects.get(url.pathname);
+    if (redirect) {
+      res.writeHead(302, { location: redirect });
+      res.end();
       return;
     }
     res.writeHead(200, { "content-type": file.contentType, "content-length": file.data.length });

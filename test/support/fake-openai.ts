@@ -473,7 +473,7 @@ async function planFor(script: Exclude<ScriptedResponse, { kind: "error" | "disc
     case "echo_tool_results":
       return textPlan(`Tool results: ${lastToolResults(request.messages).join(" | ")}`, undefined, 0, "stop");
     case "echo": {
-      const result = await new EchoProvider().complete({ messages: toModelMessages(request.messages), signal: new AbortController().signal });
+      const result = await new EchoProvider({ toolDirectives: true }).complete({ messages: toModelMessages(request.messages), signal: new AbortController().signal });
       if (result.toolCalls.length) {
         return toolPlan({
           kind: "tool_calls",

@@ -48,7 +48,7 @@ export interface FakeFileDownload {
   path: string;
   authorization: string | null;
   /** 'file' when the bytes were served; 'login' for Slack's sign-in page (no or a wrong token). */
-  served: "file" | "login" | "missing";
+  served: "file" | "login" | "missing" | "redirect";
 }
 
 export interface FakeSocketConnection {
@@ -93,7 +93,7 @@ export class FakeSlack {
   private failures: Array<{ count: number; error: string }> = [];
   readonly socketConnections: FakeSocketConnection[] = [];
   readonly fileDownloads: FakeFileDownload[] = [];
-  private readonly files = new Map<string, { file: FakeSlackFile; data: Buffer }>();
+  private readonly files = new Map<string, { file: FakeSlackFile; data: Buffer; redirectTo?: string }>();
   readonly acks: FakeSocketAck[] = [];
   private readonly ackListeners: Array<(ack: FakeSocketAck) => void> = [];
   private readonly tickets = new Set<string>();
@@ -165,6 +165,14 @@ export class FakeSlack {
       is_external: false,
     };
     this.files.set(new URL(url).pathname, { file, data });
+    return file;
+  }
+
+  /** A file whose `url_private` answers 302 to `location` (with the bot token, as for any file). */
+  addRedirectingFile(name: string, location: string, mimetype: string): FakeSlackFile {
+    const file = this.addFile(name, Buffer.alloc(0), mimetype);
+    const stored = this.files.get(new URL(file.url_private).pathname);
+    if (stored) stored.redirectTo = location;
     return file;
   }
 
@@ -295,6 +303,12 @@ export class FakeSlack {
       this.fileDownloads.push({ path, authorization, served: "login" });
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
       res.end("<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to your workspace</body></html>");
+      return;
+    }
+    if (stored.redirectTo) {
+      this.fileDownloads.push({ path, authorization, served: "redirect" });
+      res.writeHead(302, { location: stored.redirectTo });
+      res.end();
       return;
     }
     this.fileDownloads.push({ path, authorization, served: "file" });

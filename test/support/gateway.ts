@@ -39,6 +39,8 @@ export async function startTestGateway(
     workers: options.workers ?? true,
     provider: options.provider,
     ...(options.inProcessWakeUps === undefined ? {} : { inProcessWakeUps: options.inProcessWakeUps }),
+    ...(options.platformAttemptLimits === undefined ? {} : { platformAttemptLimits: options.platformAttemptLimits }),
+    ...(options.unverifiedBudgetBytes === undefined ? {} : { unverifiedBudgetBytes: options.unverifiedBudgetBytes }),
     logger: options.logger ?? pino({ level: env.LOG_LEVEL ?? "warn" }),
   });
   return {

@@ -35,7 +35,9 @@ export interface JournalEntry {
 }
 
 export const ALL_TEST_TOOLS = ["echo", "fail", "slow", "crash", "add_tool"] as const;
-export type TestToolName = (typeof ALL_TEST_TOOLS)[number];
+/** Offered only when asked for by name. */
+export const EXTRA_TEST_TOOLS = ["huge_error"] as const;
+export type TestToolName = (typeof ALL_TEST_TOOLS)[number] | (typeof EXTRA_TEST_TOOLS)[number];
 
 export interface TestServerHooks {
   journal(entry: Omit<JournalEntry, "pid" | "at">): void;
@@ -68,6 +70,15 @@ export function createTestMcpServer(hooks: TestServerHooks): McpServer {
       ...text("the tool failed on purpose"),
       isError: true,
     }));
+  }
+  if (offered.has("huge_error")) {
+    server.registerTool(
+      "huge_error",
+      { description: "Throws an error of chars characters.", inputSchema: { chars: z.number().int().min(1) } },
+      ({ chars }) => {
+        throw new Error("x".repeat(chars));
+      },
+    );
   }
   if (offered.has("slow")) {
     server.registerTool(

@@ -21,7 +21,10 @@ import { discordThreadKey } from "./channels.js";
 import { DISCORD_MAX_CONTENT, normaliseDiscordApiUrl, type DiscordConfig } from "./config.js";
 import { discordPartOperations } from "./reply-operations.js";
 import { DiscordRest } from "./rest.js";
-import { discordRoutes } from "./routes.js";
+import { DISCORD_INTERACTIONS_PATH, discordRoutes } from "./routes.js";
+import { discordHeadersProblem } from "./signature.js";
+import { headerValue } from "../shared/headers.js";
+import { headerRule, platformBodyLimit } from "../shared/request-rules.js";
 import { discordPublicKey } from "./signature.js";
 
 export interface DiscordAdapterDeps {
@@ -35,6 +38,9 @@ export interface DiscordAdapterDeps {
   /** Other bots whose messages are answered (`<platform>:<bot id>`, access `allow_bots`); others' are ignored. */
   allowedBots?: ReadonlySet<string>;
 }
+
+/** An interaction is a command and its options (and resolved users, channels, attachments): a few KB. */
+const DISCORD_MAX_BODY_BYTES = 256 * 1024;
 
 export interface DiscordAdapter extends PlatformAdapter, MessagePoster {
   readonly platform: "discord";
@@ -64,13 +70,22 @@ export function createDiscordAdapter(config: DiscordConfig, deps: DiscordAdapter
     },
   });
 
+  const bodyLimitBytes = platformBodyLimit(deps.bodyLimitBytes, DISCORD_MAX_BODY_BYTES);
   const adapter: DiscordAdapter = {
     platform: "discord",
     capabilities: { threads: true, edits: true, streaming: true, typing: true },
 
     routes: publicKey
       ? (ingress: GatewayIngress) =>
-          discordRoutes(ingress, { publicKey, bodyLimitBytes: deps.bodyLimitBytes, logger, now })
+          discordRoutes(ingress, { publicKey, bodyLimitBytes, logger, now })
+      : undefined,
+
+    requestRules: publicKey
+      ? () => [
+          headerRule(DISCORD_INTERACTIONS_PATH, bodyLimitBytes, "invalid_signature", (headers) =>
+            discordHeadersProblem({ signature: headerValue(headers, "x-signature-ed25519"), timestamp: headerValue(headers, "x-signature-timestamp") }),
+          ),
+        ]
       : undefined,
 
     start: bot ? (ingress: GatewayIngress) => bot.start(ingress) : undefined,

@@ -20,7 +20,11 @@ export async function fetchDiscordAttachment(ref: MediaRef, limits: MediaFetchLi
   } catch {
     throw new MediaError("blocked_url", "its Discord URL is not a URL");
   }
-  if (!isDiscordAttachmentUrl(url, options.apiUrl)) throw new MediaError("blocked_url", `${url.hostname} is not a Discord CDN host`);
-  const downloaded = await downloadMedia(url.href, { maxBytes: limits.maxBytes, timeoutMs: limits.timeoutMs, fetch: options.fetch });
+  const checkUrl = (hop: URL): void => {
+    if (!isDiscordAttachmentUrl(hop, options.apiUrl)) throw new MediaError("blocked_url", `${hop.hostname} is not a Discord CDN host`);
+  };
+  checkUrl(url);
+  // Every redirect hop is checked too: a CDN URL may not lead the download elsewhere.
+  const downloaded = await downloadMedia(url.href, { maxBytes: limits.maxBytes, timeoutMs: limits.timeoutMs, checkUrl, fetch: options.fetch });
   return { data: downloaded.data, contentType: downloaded.contentType };
 }

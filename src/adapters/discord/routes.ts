@@ -15,6 +15,8 @@ import {
 } from "./interactions.js";
 import { verifyDiscordSignature } from "./signature.js";
 
+export const DISCORD_INTERACTIONS_PATH = "/discord/interactions";
+
 export interface DiscordRouteContext {
   publicKey: KeyObject;
   bodyLimitBytes: number;
@@ -30,7 +32,7 @@ export function discordRoutes(ingress: GatewayIngress, ctx: DiscordRouteContext)
     data: { content, flags: EPHEMERAL, allowed_mentions: { parse: [] } },
   });
 
-  postRoute(router, "/discord/interactions", ctx, async (req, res) => {
+  postRoute(router, DISCORD_INTERACTIONS_PATH, ctx, async (req, res) => {
     const raw = readRawBody(req);
     const check = verifyDiscordSignature(
       ctx.publicKey,

@@ -12,14 +12,21 @@ export function discordPublicKey(hex: string): KeyObject {
   return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
 }
 
+/** What the headers alone show wrong (missing, malformed), before the body is read; null: nothing. */
+export function discordHeadersProblem(headers: { signature: string | undefined; timestamp: string | undefined }): string | null {
+  if (!headers.signature || !headers.timestamp) return "missing Discord signature headers";
+  if (!/^[0-9a-fA-F]{128}$/.test(headers.signature)) return "malformed Discord signature";
+  return null;
+}
+
 export function verifyDiscordSignature(
   publicKey: KeyObject,
   headers: { signature: string | undefined; timestamp: string | undefined },
   rawBody: Buffer,
 ): VerifyResult {
   const { signature, timestamp } = headers;
-  if (!signature || !timestamp) return { ok: false, reason: "missing Discord signature headers" };
-  if (!/^[0-9a-fA-F]{128}$/.test(signature)) return { ok: false, reason: "malformed Discord signature" };
+  const problem = discordHeadersProblem(headers);
+  if (problem !== null || !signature || !timestamp) return { ok: false, reason: problem ?? "missing Discord signature headers" };
   const signed = Buffer.concat([Buffer.from(timestamp, "utf8"), rawBody]);
   const valid = verify(null, signed, publicKey, Buffer.from(signature, "hex"));
   return valid ? { ok: true } : { ok: false, reason: "Discord signature does not match" };

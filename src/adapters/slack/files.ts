@@ -20,11 +20,16 @@ export async function fetchSlackFile(ref: MediaRef, limits: MediaFetchLimits, op
   } catch {
     throw new MediaError("blocked_url", "its Slack download URL is not a URL");
   }
-  if (!isSlackFileUrl(url, options.apiUrl)) throw new MediaError("blocked_url", `${url.hostname} is not a Slack file host`);
+  const checkUrl = (hop: URL): void => {
+    if (!isSlackFileUrl(hop, options.apiUrl)) throw new MediaError("blocked_url", `${hop.hostname} is not a Slack file host`);
+  };
+  checkUrl(url);
+  // Every redirect hop is checked too: a file URL of Slack's may not lead the download elsewhere.
   const downloaded = await downloadMedia(url.href, {
     maxBytes: limits.maxBytes,
     timeoutMs: limits.timeoutMs,
     headers: { authorization: `Bearer ${options.botToken}` },
+    checkUrl,
     fetch: options.fetch,
   });
   // Without access (a missing files:read scope, a revoked token) Slack answers 200 with its

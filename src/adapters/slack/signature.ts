@@ -11,6 +11,16 @@ export function slackSignature(signingSecret: string, timestamp: string, rawBody
 
 export type VerifyResult = { ok: true } | { ok: false; reason: string };
 
+/** What the headers alone show wrong (missing, malformed, stale), before the body is read; null: nothing. */
+export function slackHeadersProblem(headers: { timestamp: string | undefined; signature: string | undefined }, nowMs = Date.now()): string | null {
+  const { timestamp, signature } = headers;
+  if (!timestamp || !signature) return "missing Slack signature headers";
+  if (!/^\d{1,12}$/.test(timestamp)) return "malformed Slack request timestamp";
+  const skew = Math.abs(nowMs / 1000 - Number(timestamp));
+  if (skew > SLACK_TIMESTAMP_TOLERANCE_SECONDS) return "Slack request timestamp is outside the allowed window";
+  return null;
+}
+
 export function verifySlackSignature(
   signingSecret: string,
   headers: { timestamp: string | undefined; signature: string | undefined },
@@ -18,12 +28,8 @@ export function verifySlackSignature(
   nowMs = Date.now(),
 ): VerifyResult {
   const { timestamp, signature } = headers;
-  if (!timestamp || !signature) return { ok: false, reason: "missing Slack signature headers" };
-  if (!/^\d{1,12}$/.test(timestamp)) return { ok: false, reason: "malformed Slack request timestamp" };
-  const skew = Math.abs(nowMs / 1000 - Number(timestamp));
-  if (skew > SLACK_TIMESTAMP_TOLERANCE_SECONDS) {
-    return { ok: false, reason: "Slack request timestamp is outside the allowed window" };
-  }
+  const problem = slackHeadersProblem(headers, nowMs);
+  if (problem !== null || !timestamp || !signature) return { ok: false, reason: problem ?? "missing Slack signature headers" };
   const expected = slackSignature(signingSecret, timestamp, rawBody);
   if (!safeEqual(expected, signature)) return { ok: false, reason: "Slack signature does not match" };
   return { ok: true };

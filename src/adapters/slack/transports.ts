@@ -4,6 +4,9 @@ import type { Logger } from "pino";
 import type { GatewayIngress, PlatformAdapter } from "../../gateway/types.js";
 import type { SlackConfig } from "./config.js";
 import { slackEventsAnswer } from "./events-answer.js";
+import { headerRule, platformBodyLimit } from "../shared/request-rules.js";
+import { headerValue } from "../shared/headers.js";
+import { slackHeadersProblem } from "./signature.js";
 import { createSlackIntake, type SlackIntakeContext } from "./intake.js";
 import { slackRoutes } from "./routes.js";
 import { createSocketEnvelopeHandler } from "./socket-envelopes.js";
@@ -18,24 +21,37 @@ export interface SlackTransportsDeps {
   now: () => number;
 }
 
-export type SlackTransports = Pick<PlatformAdapter, "routes" | "plainRoutes" | "start" | "stop">;
+/** Slack's event and command payloads are tens of KB at most (a 40,000-character message and its blocks). */
+const SLACK_MAX_BODY_BYTES = 512 * 1024;
+
+export type SlackTransports = Pick<PlatformAdapter, "routes" | "plainRoutes" | "requestRules" | "start" | "stop">;
 
 export function slackTransports(config: SlackConfig, deps: SlackTransportsDeps): SlackTransports {
   const { intakeContext, apiUrl, logger, now } = deps;
   const signingSecret = config.signingSecret ?? null;
   const appToken = config.appToken ?? null;
   let socketMode: SlackSocketMode | null = null;
+  const bodyLimitBytes = platformBodyLimit(deps.bodyLimitBytes, SLACK_MAX_BODY_BYTES);
 
   return {
     routes: signingSecret
       ? (ingress: GatewayIngress) =>
           slackRoutes({
             signingSecret,
-            bodyLimitBytes: deps.bodyLimitBytes,
+            bodyLimitBytes,
             logger,
             now,
             intake: createSlackIntake(ingress, intakeContext),
           })
+      : undefined,
+
+    requestRules: signingSecret
+      ? () =>
+          ["/slack/events", "/slack/commands"].map((path) =>
+            headerRule(path, bodyLimitBytes, "invalid_signature", (headers, nowMs) =>
+              slackHeadersProblem({ timestamp: headerValue(headers, "x-slack-request-timestamp"), signature: headerValue(headers, "x-slack-signature") }, nowMs),
+            ),
+          )
       : undefined,
 
     // The events route again, for the HTTP server to answer without Express (the hot path).
@@ -43,7 +59,7 @@ export function slackTransports(config: SlackConfig, deps: SlackTransportsDeps):
       ? (ingress: GatewayIngress) => [
           {
             path: "/slack/events",
-            bodyLimitBytes: deps.bodyLimitBytes,
+            bodyLimitBytes,
             answer: slackEventsAnswer({ signingSecret, logger, now, intake: createSlackIntake(ingress, intakeContext) }),
           },
         ]

@@ -3,7 +3,9 @@
 // The update is recorded before the 200; a non-2xx makes Telegram send it again.
 import { Router } from "express";
 import type { Logger } from "pino";
+import type { IncomingHttpHeaders } from "node:http";
 import { safeEqual } from "../shared/crypto.js";
+import { headerValue } from "../shared/headers.js";
 import { sendError } from "../../gateway/http-errors.js";
 import { postRoute, readRawBody } from "../shared/http.js";
 import type { TelegramIntake } from "./intake.js";
@@ -16,6 +18,12 @@ export interface TelegramRouteContext {
   bodyLimitBytes: number;
   logger: Logger;
   intake: TelegramIntake;
+}
+
+/** Why the secret token header refuses a request (missing or wrong), or null. */
+export function secretTokenProblem(headers: IncomingHttpHeaders, secret: string): string | null {
+  const given = headerValue(headers, TELEGRAM_SECRET_HEADER);
+  return given !== undefined && safeEqual(given, secret) ? null : "missing or wrong X-Telegram-Bot-Api-Secret-Token";
 }
 
 export function telegramRoutes(ctx: TelegramRouteContext): Router {

@@ -10,7 +10,8 @@ import type { TelegramConfig } from "./config.js";
 import type { TelegramIdentity } from "./identity.js";
 import { createTelegramIntake } from "./intake.js";
 import { TelegramPoller } from "./poller.js";
-import { telegramRoutes } from "./routes.js";
+import { secretTokenProblem, TELEGRAM_WEBHOOK_PATH, telegramRoutes } from "./routes.js";
+import { headerRule, platformBodyLimit } from "../shared/request-rules.js";
 import { registerTelegramBot, type TelegramSetup } from "./setup.js";
 
 /** The lock that makes one process of the deployment the poller. */
@@ -25,11 +26,15 @@ export interface TelegramTransportsDeps {
   now: () => number;
 }
 
-export type TelegramTransports = Pick<PlatformAdapter, "routes"> & Required<Pick<PlatformAdapter, "start" | "stop">>;
+/** A Telegram update is a message and what it refers to: a few KB, far under this. */
+const TELEGRAM_MAX_BODY_BYTES = 256 * 1024;
+
+export type TelegramTransports = Pick<PlatformAdapter, "routes" | "requestRules"> & Required<Pick<PlatformAdapter, "start" | "stop">>;
 
 export function telegramTransports(config: TelegramConfig, deps: TelegramTransportsDeps): TelegramTransports {
   const { api, identity, locks, logger, now } = deps;
   const webhookSecret = config.webhookSecret;
+  const bodyLimitBytes = platformBodyLimit(deps.bodyLimitBytes, TELEGRAM_MAX_BODY_BYTES);
   let setup: TelegramSetup | null = null;
   let poller: TelegramPoller | null = null;
 
@@ -45,7 +50,12 @@ export function telegramTransports(config: TelegramConfig, deps: TelegramTranspo
   return {
     routes: webhookSecret
       ? (ingress: GatewayIngress) =>
-          telegramRoutes({ secret: webhookSecret, bodyLimitBytes: deps.bodyLimitBytes, logger, intake: intakeFor(ingress) })
+          telegramRoutes({ secret: webhookSecret, bodyLimitBytes, logger, intake: intakeFor(ingress) })
+      : undefined,
+
+    // The secret token is a header: the whole check is made before the body is read.
+    requestRules: webhookSecret
+      ? () => [headerRule(TELEGRAM_WEBHOOK_PATH, bodyLimitBytes, "invalid_secret_token", (headers) => secretTokenProblem(headers, webhookSecret))]
       : undefined,
 
     async start(ingress: GatewayIngress) {

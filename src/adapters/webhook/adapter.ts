@@ -6,6 +6,9 @@ import { DEFAULT_SYNC_TIMEOUT_MS, webhookAnswer, type WebhookAnswerContext } fro
 import { createCallbackPost, postCallback } from "./callback.js";
 import { parseWebhookRoutes, type WebhookRoutes } from "./config.js";
 import { webhookRoutes } from "./routes.js";
+import { webhookHeadersProblem } from "./signing.js";
+import { headerValue } from "../shared/headers.js";
+import { headerRule } from "../shared/request-rules.js";
 
 const DEFAULT_CALLBACK_TIMEOUT_MS = 10_000;
 
@@ -35,6 +38,14 @@ export function createWebhookAdapter(routesConfig: WebhookRoutes, deps: WebhookA
 
     // Every configured route again, at its exact path, for the HTTP server to answer without
     // express. Sync routes too: their answer (after the wait for the turn) is as plain.
+    // Senders are the operator's own: the configured limit is their limit.
+    requestRules: () =>
+      Object.entries(routes).map(([name, route]) =>
+        headerRule(`/webhooks/${name}`, deps.bodyLimitBytes, "invalid_signature", (headers, nowMs) =>
+          webhookHeadersProblem(route.style, (header) => headerValue(headers, header), nowMs),
+        ),
+      ),
+
     plainRoutes(ingress: GatewayIngress) {
       const answer = webhookAnswer(ingress, answerContext);
       return Object.keys(routes).map((name) => ({

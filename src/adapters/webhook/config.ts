@@ -1,7 +1,7 @@
 // Webhook routes and their config section (YAML only):
 // `webhooks: {<route>: {secret, style: github | standard, reply: sync | callback, callback_url?, sync_timeout_ms?}}`.
 import { z } from "zod";
-import type { ConfigSection } from "../../shared/config-section.js";
+import { MIN_SECRET_CHARS, type ConfigSection } from "../../shared/config-section.js";
 
 export const WEBHOOK_ROUTE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -10,7 +10,7 @@ const MIN_SYNC_TIMEOUT_MS = 100;
 
 export const WebhookRouteSchema = z
   .object({
-    secret: z.string().min(1, "secret must not be empty"),
+    secret: z.string().min(1, "secret must not be empty").min(MIN_SECRET_CHARS, `secret must be at least ${MIN_SECRET_CHARS} characters`),
     // Defaults as documented since the first release, so existing files keep loading.
     style: z.enum(["github", "standard"]).default("github"),
     reply: z.enum(["sync", "callback"]).default("sync"),

@@ -32,6 +32,26 @@ export function standardSignature(secret: string, id: string, timestamp: string 
   return `v1,${hmacSha256(standardWebhookKey(secret), `${id}.${timestamp}.`, body).toString("base64")}`;
 }
 
+/** What a standard-style delivery's headers alone show wrong (missing, malformed, stale); null: nothing. */
+export function standardHeadersProblem(
+  headers: { id: string | undefined; timestamp: string | undefined; signature: string | undefined },
+  options: { nowMs?: number; toleranceSeconds?: number } = {},
+): string | null {
+  const { id, timestamp, signature } = headers;
+  if (!id || !timestamp || !signature) return "missing webhook-id, webhook-timestamp or webhook-signature header";
+  if (!/^\d{1,12}$/.test(timestamp)) return "malformed webhook-timestamp";
+  const nowSeconds = (options.nowMs ?? Date.now()) / 1000;
+  const tolerance = options.toleranceSeconds ?? STANDARD_WEBHOOK_TOLERANCE_SECONDS;
+  if (Math.abs(nowSeconds - Number(timestamp)) > tolerance) return "webhook-timestamp is outside the allowed window";
+  return null;
+}
+
+/** What a delivery's headers alone show wrong in the route's style, before the body is read; null: nothing. */
+export function webhookHeadersProblem(style: "github" | "standard", header: (name: string) => string | undefined, nowMs?: number): string | null {
+  if (style === "github") return header("x-hub-signature-256") ? null : "missing X-Hub-Signature-256 header";
+  return standardHeadersProblem({ id: header("webhook-id"), timestamp: header("webhook-timestamp"), signature: header("webhook-signature") }, { nowMs });
+}
+
 export function verifyStandardSignature(
   secret: string,
   headers: { id: string | undefined; timestamp: string | undefined; signature: string | undefined },
@@ -39,15 +59,8 @@ export function verifyStandardSignature(
   options: { nowMs?: number; toleranceSeconds?: number } = {},
 ): VerifyResult {
   const { id, timestamp, signature } = headers;
-  if (!id || !timestamp || !signature) {
-    return { ok: false, reason: "missing webhook-id, webhook-timestamp or webhook-signature header" };
-  }
-  if (!/^\d{1,12}$/.test(timestamp)) return { ok: false, reason: "malformed webhook-timestamp" };
-  const nowSeconds = (options.nowMs ?? Date.now()) / 1000;
-  const tolerance = options.toleranceSeconds ?? STANDARD_WEBHOOK_TOLERANCE_SECONDS;
-  if (Math.abs(nowSeconds - Number(timestamp)) > tolerance) {
-    return { ok: false, reason: "webhook-timestamp is outside the allowed window" };
-  }
+  const problem = standardHeadersProblem(headers, options);
+  if (problem !== null || !id || !timestamp || !signature) return { ok: false, reason: problem ?? "missing webhook headers" };
   const expected = standardSignature(secret, id, timestamp, body);
   // Several signatures may be listed (key rotation); any v1 match is enough. Compare them all.
   let matched = false;

@@ -14,7 +14,10 @@ import type { WhatsAppConfig } from "./config.js";
 import { WhatsAppGraph } from "./graph.js";
 import { fetchWhatsAppMedia } from "./media.js";
 import { createWhatsAppIntake } from "./intake.js";
-import { whatsappRoutes } from "./routes.js";
+import { WHATSAPP_WEBHOOK_PATH, whatsappRoutes } from "./routes.js";
+import { WHATSAPP_SIGNATURE_HEADER } from "./signature.js";
+import { headerValue } from "../shared/headers.js";
+import { headerRule } from "../shared/request-rules.js";
 import { postPart, readReplyTarget, replyParts, WhatsAppSendGate } from "./send.js";
 
 export interface WhatsAppAdapterDeps {
@@ -46,6 +49,13 @@ export function createWhatsAppAdapter(config: WhatsAppConfig, deps: WhatsAppAdap
         intake: createWhatsAppIntake(ingress, { phoneNumberId: config.phoneNumberId, logger, now }),
       });
     },
+
+    // Meta may batch many changes in one delivery: the configured limit is its limit.
+    requestRules: () => [
+      headerRule(WHATSAPP_WEBHOOK_PATH, deps.bodyLimitBytes, "invalid_signature", (headers) =>
+        headerValue(headers, WHATSAPP_SIGNATURE_HEADER) ? null : "missing X-Hub-Signature-256 header",
+      ),
+    ],
 
     async send(reply: OutboundReply): Promise<SendResult> {
       const target = readReplyTarget(reply.target);

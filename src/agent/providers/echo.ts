@@ -1,6 +1,7 @@
 // The offline default model: deterministic, no network. It answers `Echo: <last user text>`,
-// streamed word by word, and calls tools only when the user message holds a
-// `[[tool:<name> <json-args>]]` directive (see echo-directive.ts).
+// streamed word by word. With `toolDirectives` on (tests and demos), it calls tools when the user
+// message holds a `[[tool:<name> <json-args>]]` directive (see echo-directive.ts); off by default,
+// since whoever writes the message would choose the tool and its arguments.
 import type { ToolCall } from "../../state/types.js";
 import type { CompletionRequest, CompletionResult, ModelMessage, ModelProvider } from "../types.js";
 import { sleep, throwIfAborted } from "./abortable.js";
@@ -9,15 +10,21 @@ import { parseToolDirectives } from "./echo-directive.js";
 export interface EchoProviderOptions {
   /** Pause before each chunk after the first, to simulate a slow model. Default 0. */
   chunkDelayMs?: number;
+  /** Obey `[[tool:...]]` directives in user messages. Default false: they are echoed as text. */
+  toolDirectives?: boolean;
 }
+
+const NO_DIRECTIVES = { calls: [], text: "" } as const;
 
 export class EchoProvider implements ModelProvider {
   readonly name = "echo";
   readonly model = "echo";
   private readonly chunkDelayMs: number;
+  private readonly toolDirectives: boolean;
 
   constructor(options: EchoProviderOptions = {}) {
     this.chunkDelayMs = options.chunkDelayMs ?? 0;
+    this.toolDirectives = options.toolDirectives ?? false;
   }
 
   async complete(request: CompletionRequest): Promise<CompletionResult> {
@@ -25,7 +32,7 @@ export class EchoProvider implements ModelProvider {
     const { messages } = request;
     const lastUser = findLastIndex(messages, (m) => m.role === "user");
     const userText = lastUser >= 0 ? (messages[lastUser].content ?? "") : "";
-    const directives = parseToolDirectives(userText);
+    const directives = this.toolDirectives ? parseToolDirectives(userText) : NO_DIRECTIVES;
     // The texts alone are kept for the count: the messages themselves (a whole transcript of
     // them) would otherwise live as long as the result does.
     const texts = messages.map((m) => m.content);

@@ -9,13 +9,14 @@ export interface ProviderConfig {
   apiKey?: string;
   model?: string;
   echoChunkDelayMs?: number;
+  echoToolDirectives?: boolean;
   maxRetries?: number;
   timeoutMs?: number;
   temperature?: number;
 }
 
 export async function createProvider(config: ProviderConfig): Promise<ModelProvider> {
-  if (!config.baseUrl) return new EchoProvider({ chunkDelayMs: config.echoChunkDelayMs });
+  if (!config.baseUrl) return new EchoProvider({ chunkDelayMs: config.echoChunkDelayMs, toolDirectives: config.echoToolDirectives });
   if (!config.model) throw new Error("A model name (LLM_MODEL) is required when a model server URL (LLM_BASE_URL) is set");
   const { OpenAIProvider } = await import("./openai.js");
   return new OpenAIProvider({

@@ -40,8 +40,8 @@ interface RegisteredTool {
 }
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-/** Keeps one runaway tool result from flooding the model's context. */
-const MAX_RESULT_CHARS = 20_000;
+/** Keeps one runaway tool result (or error) from flooding the model's context and the store. */
+export const MAX_RESULT_CHARS = 20_000;
 
 function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   const json = z.toJSONSchema(schema) as Record<string, unknown>;
@@ -55,9 +55,17 @@ function describeIssues(error: z.ZodError): string {
     .join("; ");
 }
 
-function resultText(value: unknown): string {
-  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "null");
+function capped(text: string): string {
   return text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS)}… [truncated]` : text;
+}
+
+function resultText(value: unknown): string {
+  return capped(typeof value === "string" ? value : (JSON.stringify(value) ?? "null"));
+}
+
+/** A failure as the model reads it; the cap holds for errors too (a tool chooses their text). */
+function failure(text: string): ToolOutcome {
+  return { ok: false, content: capped(`Error: ${text}`) };
 }
 
 export class ToolRegistry {
@@ -111,19 +119,19 @@ export class ToolRegistry {
   /** Runs one call; never throws (an abort included: it comes back as a failed outcome). */
   async execute(name: string, rawArguments: string, ctx: ToolContext): Promise<ToolOutcome> {
     const tool = this.tools.get(name);
-    if (!tool) return { ok: false, content: `Error: unknown tool "${name}"` };
+    if (!tool) return failure(`unknown tool "${name}"`);
     let parsed: unknown;
     try {
       parsed = rawArguments.trim() === "" ? {} : JSON.parse(rawArguments);
     } catch (err) {
-      return { ok: false, content: `Error: the arguments are not valid JSON (${(err as Error).message})` };
+      return failure(`the arguments are not valid JSON (${(err as Error).message})`);
     }
     const checked = tool.validator.safeParse(parsed);
-    if (!checked.success) return { ok: false, content: `Error: invalid arguments: ${describeIssues(checked.error)}` };
+    if (!checked.success) return failure(`invalid arguments: ${describeIssues(checked.error)}`);
     try {
       return { ok: true, content: resultText(await tool.handler(checked.data, ctx)) };
     } catch (err) {
-      return { ok: false, content: `Error: ${err instanceof Error ? err.message : String(err)}` };
+      return failure(err instanceof Error ? err.message : String(err));
     }
   }
 }

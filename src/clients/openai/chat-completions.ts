@@ -1,14 +1,15 @@
 // POST /v1/chat/completions: one request is one inbound message on the 'api' platform. It goes
 // through the durable ingress like every platform's message, and the response waits for the turn
 // that consumes it (as JSON, or streamed as SSE from the session's events).
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { EventSubscriber } from "../../bus/types.js";
 import type { CoreConfig } from "../../gateway/config.js";
 import { errorBody, HttpError, writeJson } from "../../gateway/http-errors.js";
-import type { AcceptResult, GatewayIngress, InboundMessage, TurnOutcome } from "../../gateway/types.js";
+import { SessionNotAddressableError, type AcceptResult, type GatewayIngress, type InboundMessage, type TurnOutcome } from "../../gateway/types.js";
 import type { SessionStore } from "../../state/types.js";
+import { CLIENT_SESSION_SOURCES } from "../client-sessions.js";
 import { chatCompletion, completionChunk, completionId, usageChunk, type CompletionMeta } from "./completion.js";
 import { resolveRequestImages } from "./images.js";
 import { idempotencyKeyHeader, parseChatRequest, RequestError, sessionIdHeader, type ChatRequest } from "./request.js";
@@ -94,9 +95,10 @@ async function prepare(deps: ApiServerDeps, call: ChatCompletionCall): Promise<P
   }
   // Decoded and fetched before anything is recorded: a refused image refuses the request whole.
   const images = await resolveRequestImages(request.imageUrls, deps.config.media);
-  // A key is scoped to the addressed session, so two conversations that both number their
-  // requests from 1 never take each other's answers; without a session it is global.
-  const platformMessageId = idempotencyKey ? (addressed ? `idem:${addressed}:${idempotencyKey}` : `idem:${idempotencyKey}`) : randomUUID();
+  // A key is scoped to the addressed session and to the request's body, so two conversations
+  // (or two clients without one) that both number their requests from 1 never take each other's
+  // answers: another body under the same key is another message.
+  const platformMessageId = idempotencyKey ? idempotentMessageId(addressed, call.body, idempotencyKey) : randomUUID();
   // An addressed session's durable transcript is its history: the request's earlier messages are
   // not stored again. A request without one gets a fresh session seeded from them.
   let sessionId = addressed ?? `api-${randomUUID()}`;
@@ -114,6 +116,7 @@ async function prepare(deps: ApiServerDeps, call: ChatCompletionCall): Promise<P
     platformMessageId,
     sessionKey: `${API_PLATFORM}:${sessionId}`,
     sessionId,
+    sessionSources: CLIENT_SESSION_SOURCES,
     chatId: null,
     threadId: null,
     userId: request.userId,
@@ -126,8 +129,23 @@ async function prepare(deps: ApiServerDeps, call: ChatCompletionCall): Promise<P
   return { request, inbound, addressed };
 }
 
+/**
+ * The inbox key of a request with an Idempotency-Key: the addressed session (if any), a SHA-256
+ * of the parsed body serialised again (base64url) and the key.
+ */
+export function idempotentMessageId(sessionId: string | undefined, body: unknown, key: string): string {
+  const digest = createHash("sha256").update(JSON.stringify(body) ?? "").digest("base64url");
+  return `idem:${sessionId ?? ""}:${digest}:${key}`;
+}
+
 async function accept(deps: ApiServerDeps, inbound: InboundMessage): Promise<Exclude<AcceptResult, { status: "rejected" }>> {
-  const result = await deps.ingress.accept(inbound);
+  let result: AcceptResult;
+  try {
+    result = await deps.ingress.accept(inbound);
+  } catch (err) {
+    if (err instanceof SessionNotAddressableError) throw new HttpError("session_not_addressable", err.message);
+    throw err;
+  }
   if (result.status === "rejected") throw new HttpError("message_rejected", `message rejected: ${result.reason}`);
   return result;
 }

@@ -3,7 +3,7 @@
 // a client's frames are handled one at a time in arrival order.
 import type { Logger } from "pino";
 import type { RawData } from "ws";
-import type { AcceptResult, GatewayIngress } from "../../gateway/types.js";
+import { SessionNotAddressableError, type AcceptResult, type GatewayIngress } from "../../gateway/types.js";
 import type { HubClient } from "./client.js";
 import {
   ackFrame,
@@ -86,11 +86,10 @@ export function createFrameRouter(deps: FrameRouterDeps): FrameHandler {
     try {
       outcome = await deps.onSend(frame);
     } catch (err) {
+      const context = { session_id: frame.session_id, ...(frame.client_message_id ? { client_message_id: frame.client_message_id } : {}) };
+      if (err instanceof SessionNotAddressableError) return client.sendErrorFrame({ code: "session_not_addressable", message: err.message }, context);
       logger.error({ err, sessionId: frame.session_id }, "websocket send: the gateway did not accept the message");
-      return client.sendErrorFrame(
-        { code: "internal", message: "the message was not accepted; retry" },
-        { session_id: frame.session_id, ...(frame.client_message_id ? { client_message_id: frame.client_message_id } : {}) },
-      );
+      return client.sendErrorFrame({ code: "internal", message: "the message was not accepted; retry" }, context);
     }
     const { clientMessageId, result } = outcome;
     if (result.status === "rejected") {

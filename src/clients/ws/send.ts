@@ -2,6 +2,7 @@
 // session, and the client's message id as the platform message id (so a resend is a duplicate).
 import { randomUUID } from "node:crypto";
 import type { AcceptResult, GatewayIngress, InboundMessage } from "../../gateway/types.js";
+import { CLIENT_SESSION_SOURCES } from "../client-sessions.js";
 
 export const WEBSOCKET_PLATFORM = "websocket";
 
@@ -18,6 +19,7 @@ export function inboundFromSend(request: SendRequest, clientMessageId: string, r
     platformMessageId: `${request.session_id}:${clientMessageId}`,
     sessionKey: `${WEBSOCKET_PLATFORM}:${request.session_id}`,
     sessionId: request.session_id,
+    sessionSources: CLIENT_SESSION_SOURCES,
     chatId: request.session_id,
     threadId: null,
     userId: null,

@@ -228,6 +228,10 @@ export class PostgresStore implements SessionStore {
     return this.run((db) => this.sessions.conversationIdOf(db, sessionId));
   }
 
+  async addressedSession(sessionId: string): Promise<{ conversationId: string; source: string | null }> {
+    return this.run((db) => this.sessions.addressed(db, sessionId));
+  }
+
   async appendMessage(sessionId: string, message: ConversationMessage): Promise<number> {
     const { messageIds } = await this.flushTurn(sessionId, [message]);
     return messageIds[0];

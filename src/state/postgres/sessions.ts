@@ -67,7 +67,8 @@ const LINEAGE_ROOT = `
     UNION ALL
     ${compressionParentStep()}
   )
-  SELECT lineage.id, (SELECT s.parent_session_id IS NULL FROM sessions s WHERE s.id = $1) AS parentless
+  SELECT lineage.id, (SELECT s.parent_session_id IS NULL FROM sessions s WHERE s.id = $1) AS parentless,
+         (SELECT s.source FROM sessions s WHERE s.id = $1) AS source
     FROM lineage ORDER BY depth DESC LIMIT 1`;
 
 // Down through the newest compression child at each step, to the live tip.
@@ -97,6 +98,8 @@ export class PgSessionSql {
    * only at creation and rows are never deleted). Saves a round trip on most lease calls.
    */
   private readonly knownRoots = new Set<string>();
+  /** Each stored session's source (the platform that created it), which never changes. */
+  private readonly knownSources = new Map<string, string>();
 
   constructor(private readonly schema: string) {}
 
@@ -171,10 +174,25 @@ export class PgSessionSql {
    */
   async conversationIdOf(db: Queryable, id: string, remember = true): Promise<string> {
     if (this.knownRoots.has(id)) return id;
-    const row = (await db.query<{ id: string; parentless: boolean | null }>(prepared(LINEAGE_ROOT, [id]))).rows[0];
-    if (!row) return id;
+    return (await this.lineageRoot(db, id, remember)).conversationId;
+  }
+
+  /** conversationIdOf and the session's source (null: no row), in the same one statement. */
+  async addressed(db: Queryable, id: string): Promise<{ conversationId: string; source: string | null }> {
+    const source = this.knownSources.get(id);
+    if (source !== undefined && this.knownRoots.has(id)) return { conversationId: id, source };
+    return this.lineageRoot(db, id, true);
+  }
+
+  private async lineageRoot(db: Queryable, id: string, remember: boolean): Promise<{ conversationId: string; source: string | null }> {
+    const row = (await db.query<{ id: string; parentless: boolean | null; source: string | null }>(prepared(LINEAGE_ROOT, [id]))).rows[0];
+    if (!row) return { conversationId: id, source: null };
     if (remember && row.parentless === true) this.rememberRoot(id);
-    return row.id;
+    if (remember && row.source !== null) {
+      if (this.knownSources.size >= MAX_KNOWN_ROOTS) this.knownSources.clear();
+      this.knownSources.set(id, row.source);
+    }
+    return { conversationId: row.id, source: row.source };
   }
 
   /** `id` has a committed row without a parent. */

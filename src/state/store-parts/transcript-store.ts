@@ -32,6 +32,11 @@ export interface TranscriptStore {
    * the chain (the session's own id when it has no row or no compressed parent).
    */
   conversationIdOf(sessionId: string): Promise<string>;
+  /**
+   * conversationIdOf, and the platform that created the session (`source`; null: no such session
+   * yet), in one read: what a client's message addressed to a session by id needs to check.
+   */
+  addressedSession(sessionId: string): Promise<{ conversationId: string; source: string | null }>;
 
   appendMessage(sessionId: string, message: ConversationMessage): Promise<number>;
   /** All-or-nothing; returns the new row ids in order. Fenced when `turnLeaseHolder` is given. */

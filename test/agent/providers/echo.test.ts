@@ -82,7 +82,7 @@ describe("EchoProvider", () => {
   });
 
   it("calls the tool a directive names, then answers with its result", async () => {
-    const echo = new EchoProvider();
+    const echo = new EchoProvider({ toolDirectives: true });
     const messages: ModelMessage[] = [{ role: "user", content: 'weather please [[tool:get_weather {"city":"Paris"}]]' }];
     const deltas: string[] = [];
     const first = await echo.complete({ messages, signal: live(), onDelta: (t) => deltas.push(t) });
@@ -100,6 +100,16 @@ describe("EchoProvider", () => {
     const second = await echo.complete({ messages, signal: live(), onDelta: (t) => deltas.push(t) });
     expect(second).toMatchObject({ content: "Echo: weather please | get_weather -> 18C", toolCalls: [], finishReason: "stop" });
     expect(deltas.join("")).toBe(second.content);
+  });
+
+  it("echoes a directive as text unless directives are turned on", async () => {
+    const text = 'weather please [[tool:get_weather {"city":"Paris"}]]';
+    const result = await new EchoProvider().complete({
+      messages: [{ role: "user", content: text }],
+      tools: [{ name: "get_weather", description: "", parameters: {} }],
+      signal: live(),
+    });
+    expect(result).toMatchObject({ content: `Echo: ${text}`, toolCalls: [], finishReason: "stop" });
   });
 
   it("never calls a tool without a directive, even when tools are offered", async () => {
@@ -187,7 +197,7 @@ describe("countWords", () => {
 
   it("counts the prompt as it was asked, on a tool call too, whatever the caller does to its list afterwards", async () => {
     const messages: ModelMessage[] = [{ role: "user", content: 'look it up [[tool:lookup {"q":"x"}]]' }];
-    const result = await new EchoProvider().complete({ messages, signal: live() });
+    const result = await new EchoProvider({ toolDirectives: true }).complete({ messages, signal: live() });
     expect(result.toolCalls).toHaveLength(1);
     messages.push({ role: "assistant", content: "many more words added later" });
     expect(result.usage?.promptTokens).toBe(5);

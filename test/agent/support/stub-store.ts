@@ -95,6 +95,10 @@ export class StubStore implements SessionStore {
     return sessionId;
   }
 
+  async addressedSession(sessionId: string): Promise<{ conversationId: string; source: string | null }> {
+    return { conversationId: sessionId, source: null };
+  }
+
   async appendMessagesBatch(sessionId: string, messages: ConversationMessage[], options?: AppendBatchOptions): Promise<number[]> {
     this.events.push(["append", sessionId, messages, options]);
     return messages.map((_, index) => index + 1);
