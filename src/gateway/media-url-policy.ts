@@ -18,6 +18,18 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8]] as const) {
   INTERNAL.addSubnet(network, prefix, "ipv6");
 }
+// IPv6 forms that carry an IPv4 address a gateway or relay may forward to (it could be internal):
+// refused whatever they embed. IPv4-mapped addresses (::ffff:0:0/96) are checked by the IPv4 rules.
+for (const [network, prefix] of [
+  ["::", 96], // IPv4-compatible
+  ["::ffff:0:0:0", 96], // SIIT, IPv4-translated
+  ["64:ff9b::", 96], // NAT64, well-known prefix
+  ["64:ff9b:1::", 48], // NAT64, local use
+  ["2001::", 32], // Teredo
+  ["2002::", 16], // 6to4
+] as const) {
+  INTERNAL.addSubnet(network, prefix, "ipv6");
+}
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");

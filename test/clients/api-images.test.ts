@@ -226,6 +226,12 @@ describe("images with the offline echo model and the default settings", () => {
     expect(res.json.choices[0].message.content).toBe("Echo: look [image: image/png, 2.0 KB]");
   });
 
+  it("refuses an image URL whose host is an IPv6 literal that embeds an IPv4 address (NAT64)", async () => {
+    const res = await post(echoGw.url, { model: "echo", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://[64:ff9b::7f00:1]/cat.png" } }] }] });
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({ code: "invalid_image_url", message: "image #1: the image host 64:ff9b::7f00:1 is not a public address" });
+  });
+
   it("does not fetch loopback http URLs unless the setting allows it", async () => {
     const res = await post(echoGw.url, { model: "echo", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: `${imagesUrl}/cat.png` } }] }] });
     expect(res.status).toBe(400);

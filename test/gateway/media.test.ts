@@ -153,6 +153,25 @@ describe("the API's image URL check", () => {
     expect((await rejection(rebinding(new URL("https://sneaky.example.com/cat.png")))).code).toBe("blocked_url");
   });
 
+  it.each([
+    ["NAT64, well-known prefix", "64:ff9b::7f00:1"],
+    ["NAT64, local use", "64:ff9b:1::a00:1"],
+    ["6to4", "2002:7f00:1::1"],
+    ["Teredo", "2001:0:4136:e378:8000:63bf:3fff:fdd2"],
+    ["IPv4-compatible", "::7f00:1"],
+    ["SIIT", "::ffff:0:7f00:1"],
+  ])("refuses an IPv6 address that embeds an IPv4 one (%s), as a literal and resolved", async (_form, address) => {
+    const check = publicImageUrlCheck({ allowHttpLoopback: false, resolve: async () => [address] });
+    expect((await rejection(check(new URL(`https://[${address}]/cat.png`)))).message).toContain("not a public address");
+    expect((await rejection(check(new URL("https://embedded.example.com/cat.png")))).code).toBe("blocked_url");
+  });
+
+  it("takes public IPv6 and IPv4-mapped public addresses", async () => {
+    const check = publicImageUrlCheck({ allowHttpLoopback: false, resolve: publicResolver });
+    await expect(check(new URL("https://[2606:4700::1111]/cat.png"))).resolves.toEqual({ addresses: [] });
+    await expect(check(new URL("https://[::ffff:93.184.215.14]/cat.png"))).resolves.toEqual({ addresses: [] });
+  });
+
   it("connects to the address it checked: a second lookup's loopback answer (DNS rebinding) is never asked for", async () => {
     // The loopback service a rebinding host would point at: it counts every connection.
     let connections = 0;
