@@ -17,6 +17,7 @@ export const HTTP_ERRORS = {
   /** A request the body parser or the router refused; answered with that error's own 4xx status. */
   bad_request: { status: 400, message: "bad request" },
   malformed_json: { status: 400, message: "request body is not valid JSON" },
+  json_too_deep: { status: 400, message: "request body nests arrays and objects deeper than allowed" },
   body_too_large: { status: 413, message: "request body is larger than the configured limit" },
   unsupported_media_type: { status: 415, message: "send the body as Content-Type: application/json" },
   not_found: { status: 404, message: "no such route" },

@@ -5,7 +5,8 @@
 // to a route behind the key. A second gateway runs the offline echo model, with the defaults.
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from "node:net";
+import { createServer as createTlsServer } from "node:tls";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { imageUrlsOfMessage, messagesOf, startFakeOpenAI, textOfMessage, type FakeOpenAI, type RecordedRequest } from "../support/fake-openai.js";
@@ -183,6 +184,39 @@ describe("images through the API", () => {
     expect(inAssistant.json.error.message).toContain("only allowed in user messages");
     expect(await inboxTotal()).toBe(before);
   });
+
+  it("answers every failed fetch alike: a closed port, a port that is not HTTP and a TLS port read the same", async () => {
+    const listening = async (server: TcpServer): Promise<number> => {
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      return (server.address() as AddressInfo).port;
+    };
+    const closed = createTcpServer();
+    const closedPort = await listening(closed);
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    // Speaks first and hangs up, as an SSH or SMTP server does.
+    const notHttp = createTcpServer((socket) => socket.end("SSH-2.0-OpenSSH_9.6\r\n"));
+    // A TLS server without a certificate: every handshake ends in an alert.
+    const tls = createTlsServer({});
+    const servers = [notHttp, tls];
+    // The gateway's client may keep a socket open: closing waits for none.
+    const sockets: Socket[] = [];
+    for (const server of servers) server.on("connection", (socket: Socket) => sockets.push(socket));
+    try {
+      const urls = [`http://127.0.0.1:${closedPort}/cat.png`, `http://127.0.0.1:${await listening(notHttp)}/cat.png`, `https://127.0.0.1:${await listening(tls)}/cat.png`];
+      const before = await inboxTotal();
+      const answers = [];
+      for (const url of urls) {
+        const res = await post(gw.url, { model: "fake-model", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url } }] }] });
+        answers.push({ status: res.status, error: res.json.error });
+      }
+      const uniform = { status: 400, error: { message: "image #1: the image could not be fetched", type: "invalid_request_error", code: "image_fetch_failed" } };
+      expect(answers).toEqual([uniform, uniform, uniform]);
+      expect(await inboxTotal()).toBe(before);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    }
+  });
 });
 
 describe("images with the offline echo model and the default settings", () => {
@@ -190,6 +224,12 @@ describe("images with the offline echo model and the default settings", () => {
     const res = await post(echoGw.url, { model: "echo", messages: [{ role: "user", content: [{ type: "text", text: "look" }, { type: "image_url", image_url: { url: dataUrl(png(2048), "image/png") } }] }] });
     expect(res.status).toBe(200);
     expect(res.json.choices[0].message.content).toBe("Echo: look [image: image/png, 2.0 KB]");
+  });
+
+  it("refuses an image URL whose host is an IPv6 literal that embeds an IPv4 address (NAT64)", async () => {
+    const res = await post(echoGw.url, { model: "echo", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://[64:ff9b::7f00:1]/cat.png" } }] }] });
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({ code: "invalid_image_url", message: "image #1: the image host 64:ff9b::7f00:1 is not a public address" });
   });
 
   it("does not fetch loopback http URLs unless the setting allows it", async () => {

@@ -2,7 +2,7 @@
 // at the cap or the time limit and carry credentials only to their own origin, and the URL check
 // that keeps API clients off the gateway's own network.
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createTcpServer, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { downloadMedia } from "../../src/gateway/media-download.js";
 import { publicImageUrlCheck } from "../../src/gateway/media-url-policy.js";
@@ -142,7 +142,7 @@ describe("the API's image URL check", () => {
 
   it("by default takes only https URLs of public hosts", async () => {
     const check = publicImageUrlCheck({ allowHttpLoopback: false, resolve: publicResolver });
-    await expect(check(new URL("https://images.example.com/cat.png"))).resolves.toBeUndefined();
+    await expect(check(new URL("https://images.example.com/cat.png"))).resolves.toEqual({ addresses: ["93.184.215.14"] });
     expect((await rejection(check(new URL("http://images.example.com/cat.png")))).code).toBe("blocked_url");
     expect((await rejection(check(new URL("http://127.0.0.1:8080/cat.png")))).code).toBe("blocked_url");
     expect((await rejection(check(new URL("https://127.0.0.1/cat.png")))).message).toContain("not a public address");
@@ -153,9 +153,59 @@ describe("the API's image URL check", () => {
     expect((await rejection(rebinding(new URL("https://sneaky.example.com/cat.png")))).code).toBe("blocked_url");
   });
 
+  it.each([
+    ["NAT64, well-known prefix", "64:ff9b::7f00:1"],
+    ["NAT64, local use", "64:ff9b:1::a00:1"],
+    ["6to4", "2002:7f00:1::1"],
+    ["Teredo", "2001:0:4136:e378:8000:63bf:3fff:fdd2"],
+    ["IPv4-compatible", "::7f00:1"],
+    ["SIIT", "::ffff:0:7f00:1"],
+  ])("refuses an IPv6 address that embeds an IPv4 one (%s), as a literal and resolved", async (_form, address) => {
+    const check = publicImageUrlCheck({ allowHttpLoopback: false, resolve: async () => [address] });
+    expect((await rejection(check(new URL(`https://[${address}]/cat.png`)))).message).toContain("not a public address");
+    expect((await rejection(check(new URL("https://embedded.example.com/cat.png")))).code).toBe("blocked_url");
+  });
+
+  it("takes public IPv6 and IPv4-mapped public addresses", async () => {
+    const check = publicImageUrlCheck({ allowHttpLoopback: false, resolve: publicResolver });
+    await expect(check(new URL("https://[2606:4700::1111]/cat.png"))).resolves.toEqual({ addresses: [] });
+    await expect(check(new URL("https://[::ffff:93.184.215.14]/cat.png"))).resolves.toEqual({ addresses: [] });
+  });
+
+  it("connects to the address it checked: a second lookup's loopback answer (DNS rebinding) is never asked for", async () => {
+    // The loopback service a rebinding host would point at: it counts every connection.
+    let connections = 0;
+    const target = createTcpServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+    const port = (target.address() as AddressInfo).port;
+    // Public (a documentation address, which goes nowhere) on the first lookup, loopback after.
+    const lookups: string[] = [];
+    const rebinding = async (host: string): Promise<string[]> => {
+      lookups.push(host);
+      return lookups.length === 1 ? ["203.0.113.10"] : ["127.0.0.1"];
+    };
+    try {
+      const failed = await rejection(
+        downloadMedia(`https://localhost:${port}/cat.png`, {
+          maxBytes: 4096,
+          timeoutMs: 1500,
+          checkUrl: publicImageUrlCheck({ allowHttpLoopback: false, resolve: rebinding }),
+        }),
+      );
+      expect(failed.code).toBe("fetch_failed");
+      expect(lookups).toEqual(["localhost"]);
+      expect(connections).toBe(0);
+    } finally {
+      await new Promise<void>((resolve) => target.close(() => resolve()));
+    }
+  });
+
   it("with the test setting, also loopback over http, and nothing else more", async () => {
     const check = publicImageUrlCheck({ allowHttpLoopback: true, resolve: publicResolver });
-    await expect(check(new URL("http://127.0.0.1:8080/cat.png"))).resolves.toBeUndefined();
+    await expect(check(new URL("http://127.0.0.1:8080/cat.png"))).resolves.toEqual({ addresses: [] });
     expect((await rejection(check(new URL("http://images.example.com/cat.png")))).code).toBe("blocked_url");
     expect((await rejection(check(new URL("https://10.1.2.3/cat.png")))).code).toBe("blocked_url");
   });

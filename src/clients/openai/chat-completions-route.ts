@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { HttpError, writeError } from "../../gateway/http-errors.js";
 import type { DirectPostRoute } from "../../gateway/types.js";
 import type { ProtectedAccess } from "../protected-access.js";
-import { checkBodyLimit, parserLimitBytes } from "./body-limit.js";
+import { checkBeforeParse, checkBodyLimit, parserLimitBytes } from "./body-limit.js";
 import { handleChatCompletion, type ApiServerDeps } from "./chat-completions.js";
 
 export const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
@@ -19,7 +19,7 @@ export function chatCompletionsRoute(deps: ApiServerDeps, access: ProtectedAcces
     refusal: access,
     answer: async (req, body, res) => {
       try {
-        const parsed = parseJsonBody(body);
+        const parsed = parseJsonBody(body, (text) => checkBeforeParse(deps.config, text));
         checkBodyLimit(deps.config, body.length, parsed);
         await handleChatCompletion(deps, { headers: req.headers, body: parsed }, res);
       } catch (err) {
@@ -50,13 +50,15 @@ const FIRST_NON_WHITESPACE = /^[ \t\n\r]*(.?)/s;
 /**
  * The body as express's JSON parser reads it: UTF-8 without a byte-order mark, an empty body as
  * `{}`, and only an object or an array at the top (strict mode); anything else is malformed.
+ * `check` sees the text first and may refuse it unparsed.
  */
-function parseJsonBody(body: Buffer): unknown {
+function parseJsonBody(body: Buffer, check: (text: string) => void): unknown {
   let text = body.toString("utf8");
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.length === 0) return {};
   const first = FIRST_NON_WHITESPACE.exec(text)?.[1];
   if (first !== "{" && first !== "[") throw malformed();
+  check(text);
   try {
     return JSON.parse(text) as unknown;
   } catch {

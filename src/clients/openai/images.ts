@@ -1,6 +1,8 @@
 // The images of an API request's new message, in hand before the message is recorded: data URLs
 // are decoded, https URLs fetched (public addresses only, within the caps and the time limit).
-// Every image is checked by its bytes (PNG, JPEG, GIF, WebP); the caps answer 413.
+// Every image is checked by its bytes (PNG, JPEG, GIF, WebP); the caps answer 413. A fetch that
+// fails says only that: how it failed (refused, reset, TLS, timed out) would map the network
+// behind the URL for the client.
 import { HttpError, type HttpErrorCode } from "../../gateway/http-errors.js";
 import { downloadMedia } from "../../gateway/media-download.js";
 import { publicImageUrlCheck } from "../../gateway/media-url-policy.js";
@@ -65,10 +67,12 @@ async function fetchImage(url: string, index: number, settings: MediaSettings, f
     }
     return downloaded.data;
   } catch (err) {
-    if (err instanceof MediaError) throw new MediaError(err.code, `image #${index + 1}: ${err.message}`);
-    throw err;
+    if (!(err instanceof MediaError)) throw err;
+    throw new MediaError(err.code, `image #${index + 1}: ${err.code === "fetch_failed" ? FETCH_FAILED : err.message}`);
   }
 }
+
+const FETCH_FAILED = "the image could not be fetched";
 
 /** Characters of the body that are inline images (data URLs in content parts), unvalidated body. */
 export function inlineImageChars(body: unknown): number {

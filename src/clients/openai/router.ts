@@ -1,7 +1,7 @@
 // The OpenAI-compatible HTTP API. The app guards /v1 with the bearer key before these routes.
 import express, { type Request, type Router } from "express";
 import { sendError } from "../../gateway/http-errors.js";
-import { checkBodyLimit, parserLimitBytes } from "./body-limit.js";
+import { checkBeforeParse, checkBodyLimit, parserLimitBytes } from "./body-limit.js";
 import { handleChatCompletion, servedModelName, type ApiServerDeps } from "./chat-completions.js";
 import { CHAT_COMPLETIONS_PATH } from "./chat-completions-route.js";
 
@@ -10,7 +10,11 @@ export function createApiServerRouter(deps: ApiServerDeps): Router {
   const bodyBytes = new WeakMap<Request, number>();
   const json = express.json({
     limit: parserLimitBytes(deps.config),
-    verify: (req, _res, buf) => void bodyBytes.set(req as Request, buf.length),
+    // Runs on the inflated bytes before the parser; an HttpError thrown here is the answer.
+    verify: (req, _res, buf, encoding) => {
+      bodyBytes.set(req as Request, buf.length);
+      checkBeforeParse(deps.config, decode(buf, encoding));
+    },
   });
   // Model "creation" time: when this server started serving it.
   const created = Math.floor(Date.now() / 1000);
@@ -36,4 +40,13 @@ export function createApiServerRouter(deps: ApiServerDeps): Router {
   });
 
   return router;
+}
+
+/** The body as text in its declared charset (JSON's are UTF-8 and UTF-16); a charset the decoder lacks reads as Latin-1. */
+function decode(buf: Buffer, encoding: string): string {
+  try {
+    return new TextDecoder(encoding).decode(buf);
+  } catch {
+    return buf.toString("latin1");
+  }
 }

@@ -1,11 +1,13 @@
 // One MCP tool server: connect (spawn a child or reach a URL), list its tools at start and on
 // `notifications/tools/list_changed`, call them, and reconnect with backoff when a child exits
-// or a start fails. Its status is what /health reports.
+// or a start fails. Its status is what /health reports: a coarse class of its last error, never
+// the reason itself (that goes to the log, with credentials masked).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { McpServerConfig } from "./config.js";
+import { errorClassOf, redactSecrets, type McpErrorClass } from "./redact.js";
 import { callFailure, resultText } from "./results.js";
 import { openTransport, type OpenedTransport } from "./transport.js";
 
@@ -16,7 +18,8 @@ export interface McpServerStatus {
   transport: "stdio" | "http";
   state: McpServerState;
   tools: number;
-  last_error: string | null;
+  /** Why it last failed or disconnected, as a class (the reason is logged). */
+  last_error: McpErrorClass | null;
   restarts: number;
 }
 
@@ -36,22 +39,33 @@ export interface McpConnectionOptions {
 /** A connection that stayed up this long resets the backoff: its next crash restarts quickly. */
 const STABLE_MS = 30_000;
 
+/** An error's message with credentials masked: what the log gets. */
 function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return redactSecrets(err instanceof Error ? err.message : String(err));
 }
 
-const SESSION_GONE = "the server no longer knows our session (HTTP 404); starting a new one";
+interface Failure {
+  errorClass: McpErrorClass;
+  /** For the log: masked. */
+  reason: string;
+}
+
+const SESSION_GONE: Failure = { errorClass: "session_lost", reason: "the server no longer knows our session (HTTP 404); starting a new one" };
 
 function isSessionGone(err: unknown): boolean {
   return err instanceof StreamableHTTPError && err.code === 404;
 }
 
-function startFailure(err: unknown): string {
-  if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) return "the server closed the connection during start-up";
-  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return "the server did not answer during start-up";
-  return reasonOf(err);
+function startFailure(err: unknown, opened: OpenedTransport | null): Failure {
+  const errorClass = errorClassOf(err);
+  const reason =
+    errorClass === "exited" ? "the server closed the connection during start-up"
+    : errorClass === "start_timeout" ? "the server did not answer during start-up"
+    : reasonOf(err);
+  return { errorClass, reason: `${reason}${stderrNote(opened)}` };
 }
 
+/** The child's last stderr lines, masked by the transport as they arrive. */
 function stderrNote(opened: OpenedTransport | null): string {
   const tail = opened?.stderrTail();
   return tail ? ` (stderr: ${tail})` : "";
@@ -64,7 +78,9 @@ export class McpConnection {
   private state: McpServerState = "starting";
   private client: Client | null = null;
   private tools: Tool[] = [];
-  private lastError: string | null = null;
+  private lastError: McpErrorClass | null = null;
+  /** The last failure's (masked) reason: a repeat is logged at debug level only. */
+  private lastReason: string | null = null;
   private restarts = 0;
   /** Consecutive failed or short-lived connections; sets the next retry's delay. */
   private failures = 0;
@@ -160,7 +176,7 @@ export class McpConnection {
     if (this.state !== "failed") this.setState("starting");
     let opened: OpenedTransport | null = null;
     client.onerror = (err) => {
-      logger.debug({ mcp_server: name, err: err.message }, "MCP transport error");
+      logger.debug({ mcp_server: name, err: reasonOf(err) }, "MCP transport error");
       // A Streamable HTTP server that restarted no longer knows our session (its event stream
       // says so on reconnecting): start a new one.
       if (this.state === "connected" && isSessionGone(err)) this.lose(generation, client, SESSION_GONE);
@@ -178,7 +194,7 @@ export class McpConnection {
       ),
     );
     try {
-      opened = openTransport(config, (line) => logger.debug({ mcp_server: name, stderr: line }, "MCP server stderr"));
+      opened = openTransport(config, (line) => logger.debug({ mcp_server: name, stderr: line }, "MCP server stderr (masked)"));
       await client.connect(opened.transport, { timeout: connectTimeoutMs });
       await this.listTools(generation, client, true);
       // Closed, or lost, meanwhile: whoever moved the generation on closed the client.
@@ -189,12 +205,12 @@ export class McpConnection {
     } catch (err) {
       // The child's last stderr lines arrive with its exit; let them land first.
       await new Promise((resolve) => setImmediate(resolve));
-      this.lose(generation, client, `${startFailure(err)}${stderrNote(opened)}`);
+      this.lose(generation, client, startFailure(err, opened));
     }
   }
 
   /** The attempt `generation` is over (failed to start, exited, or lost its session): retry later. */
-  private lose(generation: number, client: Client, reason: string): void {
+  private lose(generation: number, client: Client, { errorClass, reason }: Failure): void {
     if (generation !== this.generation || this.closed) return;
     this.generation++;
     const wasConnected = this.state === "connected";
@@ -202,8 +218,9 @@ export class McpConnection {
     this.tools = [];
     void client.close().catch(() => undefined);
     if (wasConnected && Date.now() - this.connectedAt >= STABLE_MS) this.failures = 0;
-    const previous = this.lastError;
-    this.lastError = reason;
+    const previous = this.lastReason;
+    this.lastReason = reason;
+    this.lastError = errorClass;
     const { name, logger } = this.options;
     if (wasConnected) logger.warn({ mcp_server: name, reason }, "MCP server disconnected; restarting");
     else if (reason !== previous) logger.warn({ mcp_server: name, reason }, "MCP server failed to start; its tools are not offered");
@@ -225,8 +242,8 @@ export class McpConnection {
     this.retryTimer.unref();
   }
 
-  private exitReason(opened: OpenedTransport | null): string {
-    return `the server closed the connection${stderrNote(opened)}`;
+  private exitReason(opened: OpenedTransport | null): Failure {
+    return { errorClass: "exited", reason: `the server closed the connection${stderrNote(opened)}` };
   }
 
   /** tools/list, every page. */

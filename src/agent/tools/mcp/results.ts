@@ -1,6 +1,7 @@
 // What the model reads from an MCP tool call: its content blocks as text, or the error a failed
 // call becomes. The model gets text only, so binary blocks are described, not inlined.
 import { ErrorCode, McpError, type CallToolResult, type ContentBlock } from "@modelcontextprotocol/sdk/types.js";
+import { redactSecrets } from "./redact.js";
 
 function sizeOfBase64(data: string): string {
   const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
@@ -37,7 +38,8 @@ export function callFailure(server: string, err: unknown, timeoutMs: number): Er
   if (err instanceof McpError) {
     if (err.code === ErrorCode.RequestTimeout) return new Error(`the tool did not answer within ${timeoutMs} ms (MCP server "${server}")`);
     if (err.code === ErrorCode.ConnectionClosed) return new Error(`MCP server "${server}" closed the connection during the call`);
-    return new Error(`MCP server "${server}": ${err.message.replace(/^MCP error -?\d+: /, "")}`);
+    return new Error(`MCP server "${server}": ${redactSecrets(err.message.replace(/^MCP error -?\d+: /, ""))}`);
   }
-  return new Error(`MCP server "${server}": ${err instanceof Error ? err.message : String(err)}`);
+  // Transport errors may name the server's URL, credentials and all.
+  return new Error(`MCP server "${server}": ${redactSecrets(err instanceof Error ? err.message : String(err))}`);
 }

@@ -1,16 +1,18 @@
 // One MCP client transport from a server's config: a child process over stdio, or Streamable
-// HTTP. A child's stderr is kept (its last lines) so a failed start can say why.
+// HTTP. A child's stderr is kept (its last lines, credentials masked) so a failed start can say
+// why in the log; it may print tokens, so no line leaves here unmasked.
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpServerConfig } from "./config.js";
+import { redactSecrets } from "./redact.js";
 
-const STDERR_TAIL_LINES = 5;
-const STDERR_LINE_CHARS = 300;
+const STDERR_TAIL_LINES = 3;
+const STDERR_LINE_CHARS = 200;
 
 export interface OpenedTransport {
   transport: Transport;
-  /** The child's last stderr lines (stdio), joined; "" when there are none. */
+  /** The child's last stderr lines (stdio), masked and joined; "" when there are none. */
   stderrTail(): string;
 }
 
@@ -37,12 +39,12 @@ export function openTransport(config: McpServerConfig, onStderrLine: (line: stri
     const lines = (partial + chunk.toString("utf8")).split(/\r?\n/);
     partial = lines.pop() ?? "";
     for (const raw of lines) {
-      const line = raw.trim().slice(0, STDERR_LINE_CHARS);
+      const line = redactSecrets(raw.trim()).slice(0, STDERR_LINE_CHARS);
       if (!line) continue;
       onStderrLine(line);
       tail.push(line);
       if (tail.length > STDERR_TAIL_LINES) tail.shift();
     }
   });
-  return { transport, stderrTail: () => [...tail, partial.trim().slice(0, STDERR_LINE_CHARS)].filter(Boolean).join(" | ") };
+  return { transport, stderrTail: () => [...tail, redactSecrets(partial.trim()).slice(0, STDERR_LINE_CHARS)].filter(Boolean).join(" | ") };
 }
