@@ -26,6 +26,8 @@ const el = {
   sessionList: $("session-list"),
   sessionsEmpty: $("sessions-empty"),
   sessionsError: $("sessions-error"),
+  pairings: $("pairings"),
+  pairingList: $("pairing-list"),
   noSession: $("no-session"),
   sessionView: $("session-view"),
   sessionTitle: $("session-title"),
@@ -279,6 +281,8 @@ async function pollSessions() {
     for (const id of state.sessions.keys()) state.localSessions.delete(id);
     el.sessionsError.hidden = true;
     renderSessionList();
+    // A failure here leaves the list as it was: the sessions matter more.
+    await refreshPairings().catch(() => undefined);
   } catch (err) {
     if (err instanceof Unauthorized || poll !== state.pollSeq) return;
     el.sessionsError.textContent = `Could not load sessions: ${err.message}`;
@@ -286,6 +290,27 @@ async function pollSessions() {
   }
   // A hidden tab polls less often.
   schedulePoll(document.hidden ? POLL_MS * 5 : POLL_MS);
+}
+
+// Strangers waiting for approval (ACCESS_MODE=pairing): their live codes, each with Approve.
+async function refreshPairings() {
+  const body = await api("/api/pairing");
+  const waiting = body.pairings.filter((p) => p.approved_at === null);
+  el.pairings.hidden = waiting.length === 0;
+  el.pairingList.replaceChildren(
+    ...waiting.map((p) => {
+      const approve = make("button", { type: "button", "data-testid": "approve-pairing", text: "Approve" });
+      approve.addEventListener("click", async () => {
+        approve.disabled = true;
+        try {
+          await api(`/api/pairing/${encodeURIComponent(p.code)}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+        } finally {
+          await refreshPairings().catch(() => undefined);
+        }
+      });
+      return make("tr", { "data-testid": "pairing-row", "data-code": p.code }, make("td", { className: "mono", text: `${p.platform}:${p.user_id}` }), make("td", { className: "mono", text: p.code }), make("td", {}, approve));
+    }),
+  );
 }
 
 document.addEventListener("visibilitychange", () => {

@@ -1,9 +1,10 @@
-// Per-channel settings (YAML `channels:`): a conversation's system prompt, model, MCP servers and
-// reply style, by where its message came from. Each entry matches a platform (`slack`), a team or
+// Per-channel settings (YAML `channels:`): a conversation's system prompt, model, MCP servers,
+// reply style and busy mode, by where its message came from. Each entry matches a platform (`slack`), a team or
 // guild (`slack:team:T1`, `discord:guild:1`), or a channel or chat (`slack:channel:C1`,
 // `telegram:chat:-100`); the most specific match wins (a channel over a team over a platform),
 // then the first listed.
 import { subjectsOf } from "./access.js";
+import type { BusyMode } from "./config.js";
 import type { InboundMessage } from "./types.js";
 
 export const REPLY_STYLES = ["stream", "final"] as const;
@@ -19,6 +20,8 @@ export interface ChannelSettings {
   mcpServers?: string[];
   /** `stream`: the reply is shown as it is written (where the platform edits messages); `final`: posted once, done. */
   replyStyle?: ReplyStyle;
+  /** What a message does while its conversation's turn runs; absent: the platform's. */
+  busyMode?: BusyMode;
 }
 
 /** What a match names, and how specific it is. */

@@ -270,7 +270,8 @@ export class TurnWorkers {
     // A new row's wake-up (and a hand-on) names its platform: straight to the lease, whose
     // transaction reads the head. Others (and busy mode 'interrupt', which acts on the row first)
     // read the row before.
-    const straight = platform !== undefined && busyModeFor(this.deps.config, platform) !== "interrupt";
+    const known = platform !== undefined ? this.busyModeOf(platform, wakeUp.row) : null;
+    const straight = platform !== undefined && known !== null && known !== "interrupt";
     let next: NextTurn | null = straight ? { id: wakeUp.inboxId, platform, row: wakeUp.row } : nextTurnOf(await this.headToRun(wakeUp));
     for (let turns = 0; next; turns++) {
       // One turn per slot while it can be handed on: the session's next turn queues behind the
@@ -289,7 +290,7 @@ export class TurnWorkers {
   private async headToRun({ conversationId, inboxId }: WakeUp): Promise<InboxRow | null> {
     const view = await this.deps.store.wakeUpView(conversationId, inboxId);
     const row = view.row;
-    if (row?.status === "pending" && busyModeFor(this.deps.config, row.platform) === "interrupt") {
+    if (row?.status === "pending" && this.busyModeOf(row.platform, row) === "interrupt") {
       await this.deps.publishInterrupt({ sessionId: conversationId, text: "superseded by a newer message", hard: false, beforeInboxId: row.id }).catch(() => undefined);
     }
     // A live turn on this conversation reads the head after its release: no need to hold a slot.
@@ -328,7 +329,7 @@ export class TurnWorkers {
     const started = Date.now();
     try {
       // No caller history: the agent reloads the transcript under the lease, never a stale read.
-      const mode = busyModeFor(config, platform);
+      const mode = this.busyModeOf(platform, row) ?? busyModeFor(config, platform);
       const result = await turn.agent.runConversation(null, {
         // The head of the inbox is read in the lease's transaction too, and again in its release's.
         pendingInboxLimit: this.headSize(mode),
@@ -444,6 +445,16 @@ export class TurnWorkers {
       ...(channel.model ? { model: channel.model } : {}),
       ...(channel.mcpServers ? { tools: this.tools.forPlatform(platform, channel.mcpServers) } : {}),
     };
+  }
+
+  /**
+   * The busy mode of a row's conversation: its channel's (channel-settings.ts), else its platform's.
+   * Null when no row is at hand and some channel sets its own (the row must be read first).
+   */
+  private busyModeOf(platform: string, row?: InboxRow): BusyMode | null {
+    const { config } = this.deps;
+    if (row) return channelSettingsFor(config.channels, inboundOf(row))?.busyMode ?? busyModeFor(config, platform);
+    return config.channels.some((channel) => channel.busyMode !== undefined) ? null : busyModeFor(config, platform);
   }
 
   /** How many pending rows one turn takes as its input. */

@@ -236,6 +236,19 @@ describe.skipIf(chromiumMissing && !onCI)("the console in a browser", () => {
     });
   });
 
+  it("lists a stranger's pairing code and approves it", async () => {
+    await step("pairing", async () => {
+      await gw.gateway.store.pairingCodeFor("telegram", "4242", "WXYZ-2345", 600);
+      const row = page.locator('[data-testid=pairing-row][data-code="WXYZ-2345"]');
+      await row.waitFor();
+      expect(await row.textContent()).toContain("telegram:4242");
+      await row.getByTestId("approve-pairing").click();
+      await row.waitFor({ state: "detached" });
+      expect(await gw.gateway.store.isPaired("telegram", "4242")).toBe(true);
+      expect(await page.getByTestId("pairings").isHidden()).toBe(true);
+    });
+  });
+
   it("opens the queue dashboard from the console's link", async () => {
     await step("admin", async () => {
       const [dashboard] = await Promise.all([context.waitForEvent("page"), page.getByRole("link", { name: "Queue dashboard" }).click()]);

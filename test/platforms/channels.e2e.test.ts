@@ -12,7 +12,8 @@ import { startTestGateway, waitFor, type TestGateway } from "../support/gateway.
 import { MCP_SERVER_SCRIPT } from "../support/mcp-server.js";
 import { inbound } from "../support/messages.js";
 import { makeTempDir } from "../support/tmp.js";
-import { postSlackEvent, slackMention, SLACK_BOT, SLACK_SECRET, SLACK_TOKEN } from "./support/slack.js";
+import { postSlackEvent, slackMention, slackThreadReply, SLACK_BOT, SLACK_SECRET, SLACK_TOKEN } from "./support/slack.js";
+import { inboxRowOf } from "./support/probes.js";
 
 const LOG_LEVEL = process.env.PLATFORMS_LOG ?? "silent";
 const REPO = resolve(import.meta.dirname, "..", "..");
@@ -47,6 +48,7 @@ describe("per-channel settings on Slack", () => {
       channels: {
         team: { match: "slack:team:T0TEAM00001", system_prompt: "You answer for the team." },
         support: { match: "slack:channel:C0SUPPORT", system_prompt: "You are the support desk.", model: "support-model", mcp_servers: [], reply_style: "final" },
+        urgent: { match: "slack:channel:C0URGENT", busy_mode: "interrupt" },
       },
     }));
     gw = await startTestGateway({
@@ -89,5 +91,23 @@ describe("per-channel settings on Slack", () => {
     expect(slack.callsTo("chat.update").filter((call) => call.params.channel === "C0GENERAL").length).toBeGreaterThan(0);
     const usage = (await (await fetch(`${gw.gateway.url}/api/usage?platform=slack`)).json()) as { totals: Array<{ model: string; turns: number }> };
     expect(usage.totals.map((row) => [row.model, row.turns]).sort()).toEqual([["fake-model", 1], ["support-model", 1]]);
+  }, 60_000);
+
+  it("lets a channel's busy mode interrupt a running turn where the platform's queues it", async () => {
+    const asked = model.completionRequests().length;
+    const first = slackMention("a long question for the urgent channel", "C0URGENT");
+    expect((await postSlackEvent(gw.gateway.url!, first.body)).status).toBe(200);
+    // Its turn is streaming from the model: a follow-up in its thread arrives now.
+    await waitFor(() => model.completionRequests().length > asked || null, 10_000, "the first turn's model call");
+    const followUp = slackThreadReply("C0URGENT", first.ts, "never mind, this instead");
+    const envelope = JSON.parse(followUp.body) as { event: Record<string, unknown> };
+    envelope.event.parent_user_id = SLACK_BOT;
+    expect((await postSlackEvent(gw.gateway.url!, JSON.stringify(envelope))).status).toBe(200);
+    const stopped = await waitFor(async () => {
+      const row = await inboxRowOf(gw.gateway, "slack", first.eventId);
+      return row.status === "pending" ? null : row;
+    }, 20_000, "the first message's outcome");
+    expect(stopped.status).toBe("interrupted");
+    await waitFor(async () => ((await inboxRowOf(gw.gateway, "slack", followUp.eventId)).status === "done") || null, 20_000, "the follow-up answered");
   }, 60_000);
 });
