@@ -1,8 +1,10 @@
 // In front of the platform routes (Slack, Discord, Telegram, WhatsApp, the webhook routes), before
 // the fast path and Express, from the request's headers alone (PlatformRequestRule):
 // - a client address whose requests failed a route's signature or secret check (401) too often
-//   within a minute gets 429 with Retry-After on every platform route, as a wrong API key does
-//   (clients/key-attempts.ts);
+//   within a minute gets 429 with Retry-After for each further wrong one, on every platform route.
+//   Its requests are still checked: a right signature goes through, so that another tenant of a
+//   platform's shared addresses (a bot pointed at this URL, a repository's webhook) cannot hold
+//   back the real platform's requests;
 // - what the headers show wrong (a missing signature header, a stale timestamp, a wrong secret
 //   token, a declared length over the platform's limit) is answered before the body is read;
 // - bodies read before their signature is checked share one budget of bytes in the process: a
@@ -10,7 +12,7 @@
 //   has been read; past the budget, 503 with Retry-After.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { KeyAttempts, type KeyAttemptLimits } from "../clients/key-attempts.js";
-import { errorAnswer, writeError, type ErrorAnswer } from "../gateway/http-errors.js";
+import { errorAnswer, errorBody, writeError, type ErrorAnswer } from "../gateway/http-errors.js";
 import type { PlatformRequestRule } from "../gateway/types.js";
 
 /** Room for a few bodies of the default 1 MiB limit, or thousands of a platform's usual few KB. */
@@ -43,12 +45,12 @@ export function withPlatformGate(listener: RequestListener, options: PlatformGat
     if (rule === undefined || (options.hostAllowed !== undefined && !options.hostAllowed(req))) return listener(req, res);
     const address = options.clientAddress(req);
     const wait = attempts.retryAfterSeconds(address);
-    if (wait > 0) return refuseUnread(req, res, tooManyFailures(wait));
+    if (wait > 0) answerFailuresWith(res, tooManyFailures(wait));
     res.once("finish", () => {
-      if (res.statusCode === 401) attempts.recordFailure(address);
+      if (res.statusCode === 401 || res.statusCode === 429) attempts.recordFailure(address);
     });
     const refusal = rule.refusal?.(req.headers, now()) ?? null;
-    if (refusal !== null) return refuseUnread(req, res, refusal);
+    if (refusal !== null) return refuseUnread(req, res, refusal.status === 401 && wait > 0 ? tooManyFailures(wait) : refusal);
     const declared = declaredLength(req);
     if (declared !== null && declared > rule.maxBodyBytes) {
       return refuseUnread(req, res, errorAnswer("body_too_large", `request body is larger than this route's limit of ${rule.maxBodyBytes} bytes`));
@@ -67,6 +69,28 @@ export function withPlatformGate(listener: RequestListener, options: PlatformGat
     res.once("close", release);
     listener(req, res);
   };
+}
+
+/**
+ * The route's own 401 (a wrong signature or secret) goes out as `answer` instead: its status,
+ * headers and body replace the route's, whichever way the route writes (node:http or Express).
+ */
+function answerFailuresWith(res: ServerResponse, answer: ErrorAnswer): void {
+  const body = JSON.stringify(errorBody(answer));
+  const writeHead = res.writeHead.bind(res) as (status: number, ...rest: unknown[]) => ServerResponse;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  let replaced = false;
+  res.writeHead = ((status: number, ...rest: unknown[]) => {
+    if (status !== 401) return writeHead(status, ...rest);
+    replaced = true;
+    // Headers given here win over those the route set (its Content-Length among them).
+    return writeHead(answer.status, { ...answer.headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  }) as ServerResponse["writeHead"];
+  res.end = ((...args: unknown[]) => {
+    // Node writes an implicit head through res.writeHead, so a 401 set as statusCode comes here too.
+    if (!res.headersSent && res.statusCode === 401) res.writeHead(401);
+    return replaced ? end(body) : end(...args);
+  }) as ServerResponse["end"];
 }
 
 function tooManyFailures(seconds: number): ErrorAnswer {
