@@ -62,7 +62,6 @@ const MECHANISMS: readonly MechanismSpec[] = [
   { key: "group_commit", without: off("group-commit"), figures: [FIGURES.msgsPerS, FIGURES.ackP99] },
   { key: "local_hand_off", without: off("local-hand-off"), figures: [FIGURES.msgsPerS, FIGURES.redisPerMsg, FIGURES.slackMsgsPerS] },
   { key: "wal_checkpointer", without: off("wal-checkpointer"), figures: [FIGURES.ackP99, FIGURES.msgsPerS] },
-  { key: "http_fast_path", without: off("http-fast-path"), figures: [FIGURES.msgsPerS, FIGURES.slackMsgsPerS] },
   { key: "delta_coalescing", without: off("delta-coalescing"), figures: [FIGURES.cpuPerTurn, FIGURES.redisPerTurn] },
   { key: "buffered_fetch", without: off("buffered-fetch"), figures: [FIGURES.cpuPerTurn, FIGURES.replyP50] },
 ];

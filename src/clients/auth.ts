@@ -87,7 +87,7 @@ export interface ApiKeyGuardOptions {
   acceptsQueryToken?: (req: Request) => boolean;
 }
 
-/** What a request whose key the check refused is answered (Express and the HTTP fast path); null when it may pass. */
+/** What a request whose key the check refused is answered (Express); null when it may pass. */
 export function keyRefusal(decision: KeyDecision): ErrorAnswer | null {
   if (decision.ok) return null;
   if (decision.reason === "rate_limited") {

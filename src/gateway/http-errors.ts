@@ -21,7 +21,7 @@ export function errorAnswer(code: HttpErrorCode, message: string = HTTP_ERRORS[c
   return headers ? { status, code, message, headers } : { status, code, message };
 }
 
-/** An error answer thrown by a route: the JSON error handler (or the HTTP fast path) writes it. */
+/** An error answer thrown by a route: the JSON error handler writes it. */
 export class HttpError extends Error implements ErrorAnswer {
   readonly status: number;
 
@@ -67,7 +67,7 @@ export function writeJson(res: ServerResponse, status: number, json: unknown, he
   res.end(body);
 }
 
-/** An error answer on a bare node:http response (the HTTP fast path). */
+/** An error answer on a bare node:http response (the platform routes' guard, the WebSocket upgrade). */
 export function writeError(res: ServerResponse, error: ErrorAnswer): void {
   writeJson(res, error.status, errorBody(error), error.headers);
 }

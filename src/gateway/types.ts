@@ -1,5 +1,5 @@
 // The small interface between platform adapters and the gateway.
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { Router } from "express";
 import type { DeliveryReceipt } from "../state/types.js";
 import type { ErrorAnswer } from "./http-errors.js";
@@ -202,35 +202,6 @@ export interface PlainAnswer {
 }
 
 /**
- * A POST route answered from its headers and raw body bytes alone, so the HTTP server can answer
- * it without Express (a platform's hot path: Slack's events, each webhook route). The adapter's
- * Express route for the same path answers through the same function, so both give the same answers.
- */
-export interface PlainPostRoute {
-  /** The exact path (a query string is ignored). */
-  path: string;
-  bodyLimitBytes: number;
-  answer(headers: IncomingHttpHeaders, body: Buffer): Promise<PlainAnswer>;
-}
-
-/**
- * A POST route the HTTP server answers before Express from the request itself, writing its own
- * answer (JSON, or a stream): the API's chat completions. It takes only the requests it knows
- * Express would parse the same way; its Express route answers through the same handler.
- */
-export interface DirectPostRoute {
-  /** The exact path (a query string is ignored). */
-  path: string;
-  bodyLimitBytes: number;
-  /** Whether this route takes the request, from its headers alone; if not, Express answers it. */
-  takes(req: IncomingMessage): boolean;
-  /** Why the request is refused before its body is read (the route's access rules), or null. */
-  refusal(req: IncomingMessage): ErrorAnswer | null;
-  /** Answer from the whole body; an error that escapes is the server's 500. */
-  answer(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void>;
-}
-
-/**
  * A platform's signed POST route, as the HTTP server guards it before the route reads its body:
  * a client address whose requests failed the route's signature or secret check (401) too often
  * within a minute gets 429 with Retry-After, on every platform route, until the burst has aged;
@@ -253,8 +224,6 @@ export interface PlatformAdapter {
   readonly capabilities: AdapterCapabilities;
   /** HTTP routes mounted at the root (with the raw body available as `req.rawBody`). */
   routes?(ingress: GatewayIngress): Router;
-  /** Routes of `routes()` the HTTP server may answer before Express: the same answers, less work each. */
-  plainRoutes?(ingress: GatewayIngress): PlainPostRoute[];
   /** The signed POST routes of `routes()`, for the HTTP server's guard (PlatformRequestRule). */
   requestRules?(): PlatformRequestRule[];
   /** Long-lived clients (Discord gateway, Slack Socket Mode). */

@@ -1,5 +1,5 @@
 // In front of the platform routes (Slack, Discord, Telegram, WhatsApp, the webhook routes), before
-// the fast path and Express, from the request's headers alone (PlatformRequestRule):
+// Express, from the request's headers alone (PlatformRequestRule):
 // - a client address whose requests failed a route's signature or secret check (401) too often
 //   within a minute gets 429 with Retry-After for each further wrong one, on every platform route.
 //   Its requests are still checked: a right signature goes through, so that another tenant of a
@@ -28,6 +28,8 @@ export interface PlatformGateOptions {
   hostAllowed?: (req: IncomingMessage) => boolean;
   /** Bytes of unverified bodies held at once; default DEFAULT_UNVERIFIED_BUDGET_BYTES. */
   unverifiedBudgetBytes?: number;
+  /** Told how long each platform request took, from its headers read to its answer written. */
+  onAnswered?: (path: string, seconds: number) => void;
   now?: () => number;
 }
 
@@ -43,6 +45,8 @@ export function withPlatformGate(listener: RequestListener, options: PlatformGat
   return (req, res) => {
     const rule = req.method === "POST" ? rules.get(routingKey(pathOf(req.url ?? ""))) : undefined;
     if (rule === undefined || (options.hostAllowed !== undefined && !options.hostAllowed(req))) return listener(req, res);
+    const started = performance.now();
+    if (options.onAnswered) res.once("finish", () => options.onAnswered?.(rule.path, (performance.now() - started) / 1000));
     const address = options.clientAddress(req);
     const wait = attempts.retryAfterSeconds(address);
     if (wait > 0) answerFailuresWith(res, tooManyFailures(wait));

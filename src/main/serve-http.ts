@@ -1,5 +1,5 @@
-// The HTTP side of a gateway: the express app, the fast path in front of it, the WebSocket hub on
-// the same server, and the listening socket. Loaded only by a process (or thread) that serves
+// The HTTP side of a gateway: the express app behind the platform routes' guard, the WebSocket hub
+// on the same server, and the listening socket. Loaded only by a process (or thread) that serves
 // HTTP: the workers thread never needs these modules.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -7,9 +7,8 @@ import type { Express } from "express";
 import { ApiKeyCheck } from "../clients/auth.js";
 import { hostAllowed, originAllowed, type BrowserRules } from "../clients/browser-rules.js";
 import { clientAddress } from "../clients/forwarded.js";
-import { protectedAccess } from "../clients/protected-access.js";
 import { healthRouter } from "../clients/health.js";
-import { createApiServerRouter, chatCompletionsRoute, type ApiServerDeps } from "../clients/openai/index.js";
+import { createApiServerRouter, type ApiServerDeps } from "../clients/openai/index.js";
 import { sessionsRouter } from "../clients/sessions-api.js";
 import { pairingRouter } from "../clients/pairing-api.js";
 import { usageRouter } from "../clients/usage-api.js";
@@ -20,7 +19,6 @@ import type { McpServers } from "../agent/tools/mcp/index.js";
 import { buildApp } from "./app.js";
 import type { Cleanups } from "./cleanups.js";
 import type { GatewayCore } from "./gateway-parts.js";
-import { withFastPath } from "./http-fast-path.js";
 import { withPlatformGate } from "./platform-gate.js";
 import type { GatewayOptions } from "./server.js";
 import { VERSION } from "./version.js";
@@ -70,31 +68,21 @@ function buildExpressApp(core: GatewayCore, options: GatewayOptions, mcp: McpSer
   });
 }
 
-/** What the OpenAI-compatible API's express routes and its fast-path route are built with. */
+/** What the OpenAI-compatible API's express routes are built with. */
 function apiDeps({ ingress, events, store, config, logger }: GatewayCore): ApiServerDeps {
   return { ingress, events, store, config, logger };
 }
 
-/**
- * Slack's events, the webhook routes and the API's chat completions skip express (same answers,
- * less work per request); everything else is the app's.
- */
+/** The express app behind the platform routes' guard (platform-gate.ts), which also times their answers. */
 function createHttpServer(core: GatewayCore, options: GatewayOptions, { browser, keyCheck }: Access, app: Express): Server {
-  const { ingress, logger, metrics, platforms } = core;
-  const fastPath = withFastPath({
-    routes: platforms.list.flatMap((a) => a.plainRoutes?.(ingress) ?? []),
-    directRoutes: [chatCompletionsRoute(apiDeps(core), protectedAccess(keyCheck, browser))],
-    hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
-    logger,
-    fallback: app,
-    onAnswered: (route, seconds) => metrics.ackSeconds.observe({ route }, seconds),
-  });
-  return createServer(withPlatformGate(fastPath, {
+  const { metrics, platforms } = core;
+  return createServer(withPlatformGate(app, {
     rules: platforms.list.flatMap((a) => a.requestRules?.() ?? []),
     clientAddress: (req) => clientAddress(req, browser.trustProxyHops),
     hostAllowed: keyCheck.required ? undefined : (req) => hostAllowed(req, browser),
     attemptLimits: options.platformAttemptLimits,
     unverifiedBudgetBytes: options.unverifiedBudgetBytes,
+    onAnswered: (route, seconds) => metrics.ackSeconds.observe({ route }, seconds),
   }));
 }
 

@@ -11,7 +11,6 @@ export const MECHANISMS = [
   "group-commit",
   "local-hand-off",
   "wal-checkpointer",
-  "http-fast-path",
   "delta-coalescing",
   "buffered-fetch",
 ] as const;

@@ -1,6 +1,6 @@
 // POST /slack/events as a plain function of the request headers and the raw body bytes: verify
 // the signature, record the message durably through the intake, and only then answer 200. No
-// framework in it, so the Express route and the HTTP server's fast path give the same answers.
+// framework in it: the Express route hands it what it read.
 import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import { plainError as error } from "../../gateway/http-errors.js";

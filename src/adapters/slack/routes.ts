@@ -1,7 +1,7 @@
 // POST /slack/events and POST /slack/commands: verify the signature over the raw bytes, record
 // the message durably through the gateway (a fast write), and only then answer 200. The turn
 // never runs inline, so Slack gets its answer well within 3 s. The events route answers through
-// slackEventsAnswer, which the HTTP server's fast path also calls (the adapter's plainRoutes).
+// slackEventsAnswer (events-answer.ts).
 import { Router } from "express";
 import { sendError } from "../../gateway/http-errors.js";
 import { postRoute, readRawBody, sendPlainAnswer } from "../shared/http.js";

@@ -3,7 +3,6 @@
 import type { Logger } from "pino";
 import type { GatewayIngress, PlatformAdapter } from "../../gateway/types.js";
 import type { SlackConfig } from "./config.js";
-import { slackEventsAnswer } from "./events-answer.js";
 import { headerRule, platformBodyLimit } from "../shared/request-rules.js";
 import { headerValue } from "../shared/headers.js";
 import { slackHeadersProblem } from "./signature.js";
@@ -24,7 +23,7 @@ export interface SlackTransportsDeps {
 /** Slack's event and command payloads are tens of KB at most (a 40,000-character message and its blocks). */
 const SLACK_MAX_BODY_BYTES = 512 * 1024;
 
-export type SlackTransports = Pick<PlatformAdapter, "routes" | "plainRoutes" | "requestRules" | "start" | "stop">;
+export type SlackTransports = Pick<PlatformAdapter, "routes" | "requestRules" | "start" | "stop">;
 
 export function slackTransports(config: SlackConfig, deps: SlackTransportsDeps): SlackTransports {
   const { intakeContext, apiUrl, logger, now } = deps;
@@ -52,17 +51,6 @@ export function slackTransports(config: SlackConfig, deps: SlackTransportsDeps):
               slackHeadersProblem({ timestamp: headerValue(headers, "x-slack-request-timestamp"), signature: headerValue(headers, "x-slack-signature") }, nowMs),
             ),
           )
-      : undefined,
-
-    // The events route again, for the HTTP server to answer without Express (the hot path).
-    plainRoutes: signingSecret
-      ? (ingress: GatewayIngress) => [
-          {
-            path: "/slack/events",
-            bodyLimitBytes,
-            answer: slackEventsAnswer({ signingSecret, logger, now, intake: createSlackIntake(ingress, intakeContext) }),
-          },
-        ]
       : undefined,
 
     // Socket Mode connects in the background and keeps reconnecting: Slack being unreachable

@@ -2,7 +2,7 @@
 // as signed callbacks (callback routes).
 import type { Logger } from "pino";
 import type { GatewayIngress, OutboundReply, PlatformAdapter, SendResult } from "../../gateway/types.js";
-import { DEFAULT_SYNC_TIMEOUT_MS, webhookAnswer, type WebhookAnswerContext } from "./answer.js";
+import { DEFAULT_SYNC_TIMEOUT_MS, type WebhookAnswerContext } from "./answer.js";
 import { createCallbackPost, postCallback } from "./callback.js";
 import { parseWebhookRoutes, type WebhookRoutes } from "./config.js";
 import { webhookRoutes } from "./routes.js";
@@ -45,15 +45,6 @@ export function createWebhookAdapter(routesConfig: WebhookRoutes, deps: WebhookA
           webhookHeadersProblem(route.style, (header) => headerValue(headers, header), nowMs),
         ),
       ),
-
-    plainRoutes(ingress: GatewayIngress) {
-      const answer = webhookAnswer(ingress, answerContext);
-      return Object.keys(routes).map((name) => ({
-        path: `/webhooks/${name}`,
-        bodyLimitBytes: deps.bodyLimitBytes,
-        answer: (headers, body) => answer(name, headers, body),
-      }));
-    },
 
     async send(reply: OutboundReply): Promise<SendResult> {
       const id = await postCallback(routes, reply, { post, now });

@@ -1,8 +1,7 @@
 // POST /webhooks/<route> as a plain function of the route name, the request headers and the raw
 // body bytes: verify the signature in the route's style, record the message durably, then answer
 // (202 for a callback route; a sync route waits for the turn's outcome and answers with the
-// reply). No framework in it, so the express route and the HTTP server's fast path give the same
-// answers.
+// reply). No framework in it: the express route hands it what it read.
 //
 // Dedupe ids come from signed data only, so a captured delivery replayed under a new unsigned id
 // is still a duplicate:

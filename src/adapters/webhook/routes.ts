@@ -1,8 +1,6 @@
 // POST /webhooks/:route — signed deliveries, deduplicated by an id the signature covers.
 // A sync route answers with the reply; a callback route answers 202 and the reply is POSTed,
-// signed, to the route's callback_url. The route answers through webhookAnswer (answer.ts),
-// which the HTTP server's fast path also calls for each configured route's exact path (the
-// adapter's plainRoutes); express still answers other spellings and unknown route names.
+// signed, to the route's callback_url. The route answers through webhookAnswer (answer.ts).
 import { Router } from "express";
 import type { GatewayIngress } from "../../gateway/types.js";
 import { postRoute, readRawBody, sendPlainAnswer } from "../shared/http.js";

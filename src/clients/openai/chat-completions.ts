@@ -55,8 +55,8 @@ export interface ChatCompletionCall {
 }
 
 /**
- * Answer one chat completion on `res` (the express route's and the HTTP fast path's response
- * alike). An HttpError thrown before anything is written is the caller's to answer.
+ * Answer one chat completion on `res` (the express route's response). An HttpError thrown before
+ * anything is written is the caller's to answer.
  */
 export async function handleChatCompletion(deps: ApiServerDeps, call: ChatCompletionCall, res: ServerResponse): Promise<void> {
   const prepared = await prepare(deps, call);

@@ -3,4 +3,3 @@ export { createApiServerRouter } from "./router.js";
 export { API_PLATFORM, servedModelName, type ApiServerDeps } from "./chat-completions.js";
 export { parseChatRequest, sessionIdHeader, idempotencyKeyHeader, RequestError, type ChatRequest, type SeedMessage } from "./request.js";
 export { TurnEventTracker, type TurnEnd, type TurnEndKind } from "./turn-events.js";
-export { chatCompletionsRoute } from "./chat-completions-route.js";

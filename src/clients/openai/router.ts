@@ -3,7 +3,8 @@ import express, { type Request, type Router } from "express";
 import { sendError } from "../../gateway/http-errors.js";
 import { checkBeforeParse, checkBodyLimit, parserLimitBytes } from "./body-limit.js";
 import { handleChatCompletion, servedModelName, type ApiServerDeps } from "./chat-completions.js";
-import { CHAT_COMPLETIONS_PATH } from "./chat-completions-route.js";
+
+const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 
 export function createApiServerRouter(deps: ApiServerDeps): Router {
   const router = express.Router();
@@ -20,7 +21,6 @@ export function createApiServerRouter(deps: ApiServerDeps): Router {
   const created = Math.floor(Date.now() / 1000);
   const model = () => ({ id: servedModelName(deps.config), object: "model", created, owned_by: "switchboard" });
 
-  // The HTTP fast path answers most of these first (chat-completions-route.ts), the same way.
   router.post(CHAT_COMPLETIONS_PATH, json, (req, res) => {
     checkBodyLimit(deps.config, bodyBytes.get(req) ?? 0, req.body);
     return handleChatCompletion(deps, { headers: req.headers, body: req.body }, res);
