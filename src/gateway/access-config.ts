@@ -1,13 +1,12 @@
 // The access policy's config section: the YAML file's `access:` and the ACCESS_* variables
 // (main/config.ts composes it with the other sections).
 import { z } from "zod";
-import { envValue, intFrom, type ConfigSection, type Env } from "../shared/config-section.js";
+import { envValue, intFrom, listOf, type ConfigSection, type Env } from "../shared/config-section.js";
 import { ACCESS_MODES, DEFAULT_ACCESS, SUBJECT_PATTERN, type AccessConfig } from "./access.js";
 
 const subject = z.string().trim().regex(SUBJECT_PATTERN, "subjects look like telegram:12345, slack:U0123, slack:channel:C1, slack:team:T1, discord:guild:1, telegram:chat:-100");
 const subjects = z.array(subject);
-/** A comma-separated list in one variable. */
-const subjectList = z.string().transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part !== "")).pipe(subjects);
+const subjectList = listOf(subject);
 
 const schema = z.object({
   mode: z.enum(ACCESS_MODES).optional(),

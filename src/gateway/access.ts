@@ -35,8 +35,12 @@ export const DEFAULT_ACCESS: AccessConfig = { mode: "open", allow: [], deny: [],
 /** The shape of a subject: `<platform>:<user id>` or `<platform>:<channel|chat|team|guild>:<id>`. */
 export const SUBJECT_PATTERN = /^[a-z][a-z0-9_-]*:((channel|chat|team|guild):)?\S+$/;
 
-/** Senders the policy does not govern: their key or route secret does. */
+/** Senders the policy and the usage limits do not govern: their key or route secret does. */
 const KEY_GOVERNED = new Set(["api", "websocket", "webhook"]);
+
+export function governedByKey(platform: string): boolean {
+  return KEY_GOVERNED.has(platform);
+}
 
 /** Platforms anyone can message without an invitation, warned about when they run open. */
 export const OPEN_TO_ANYONE = ["telegram", "whatsapp", "discord"];
@@ -96,7 +100,7 @@ export class AccessPolicy {
 
   /** Null when the message may go on; else why not, and what to tell the sender. */
   async refusal(message: InboundMessage): Promise<Refusal | null> {
-    if (KEY_GOVERNED.has(message.platform)) return null;
+    if (governedByKey(message.platform)) return null;
     const subjects = subjectsOf(message);
     if (subjects.some((subject) => this.deny.has(subject))) return { reason: "access_denied", notice: null };
     // A bot reaches here only when allow_bots names it (the adapters ignore every other bot).

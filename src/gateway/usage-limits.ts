@@ -6,7 +6,7 @@
 import type { Redis } from "ioredis";
 import type { RedisKeys } from "../bus/keys.js";
 import type { UsageInsert } from "../state/types.js";
-import type { Refusal } from "./access.js";
+import { governedByKey, type Refusal } from "./access.js";
 import type { InboundMessage } from "./types.js";
 
 export interface LimitPair {
@@ -26,8 +26,6 @@ export function limitsConfigured(config: LimitsConfig): boolean {
   return [config.user, config.conversation].some((pair) => pair.messagesPerMinute > 0 || pair.tokensPerDay > 0);
 }
 
-/** Senders the limits do not govern: their key or route secret does. */
-const KEY_GOVERNED = new Set(["api", "websocket", "webhook"]);
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
@@ -92,7 +90,7 @@ export class UsageLimits {
 
   /** Counts the message; a refusal when it is over a limit (with the notice when it is the window's first). */
   async refusal(message: InboundMessage): Promise<Refusal | null> {
-    if (KEY_GOVERNED.has(message.platform)) return null;
+    if (governedByKey(message.platform)) return null;
     const { user, conversation } = this.config;
     const now = this.clock();
     const minute = Math.floor(now / MINUTE_MS);
@@ -120,7 +118,7 @@ export class UsageLimits {
   /** A stored turn's tokens, towards its user's and its conversation's daily limits. */
   async count(usage: UsageInsert, conversationKey: string): Promise<void> {
     const tokens = usage.promptTokens + usage.completionTokens;
-    if (tokens <= 0 || KEY_GOVERNED.has(usage.platform)) return;
+    if (tokens <= 0 || governedByKey(usage.platform)) return;
     const day = Math.floor(this.clock() / DAY_MS);
     const keys = [this.keys.usageLimit("tok", "user", `${usage.platform}:${usage.userId ?? "unknown"}`, day), this.keys.usageLimit("tok", "conversation", conversationKey, day)];
     await this.redis.eval(ADD_TOKENS, keys.length, ...keys, tokens, 2 * DAY_MS);

@@ -12,6 +12,7 @@ import {
   ConfigError,
   envValue,
   intFrom,
+  listOf,
   loadSections,
   sectionSchemas,
   type Env,
@@ -57,10 +58,6 @@ const hostName = z
 
 /** TRUST_PROXY: how many proxies stand in front; `true`/`false` are read as 1/0. */
 const trustProxy = z.preprocess((value) => (value === "true" ? 1 : value === "false" ? 0 : value), intFrom(0, 32));
-
-/** A comma-separated environment list. */
-const listOf = <T>(item: z.ZodType<T, string>) =>
-  z.string().transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part !== "")).pipe(z.array(item));
 
 /** The file's shape (snake_case keys): the core's keys and every section's. Every key is optional. */
 const fileSchema = z.object({

@@ -33,6 +33,10 @@ export function intFrom(min: number, max?: number): z.ZodCoercedNumber<unknown> 
   return max === undefined ? base : base.max(max);
 }
 
+/** A comma-separated list in one variable, each item checked by `item`. */
+export const listOf = <T>(item: z.ZodType<T, string>) =>
+  z.string().transform((value) => value.split(",").map((part) => part.trim()).filter((part) => part !== "")).pipe(z.array(item));
+
 /**
  * One section of the configuration: how its YAML section looks (`schema`, snake_case keys;
  * checked with the whole file) and the settings it gives from the environment and that section.
